@@ -1,0 +1,45 @@
+/* Data sets of discrete variables: uint8 values [count, width] with an optional missing mask.
+ * Readers: IDX files (MNIST layout), plain or gzip-compressed, through zlib. */
+#ifndef PC_DATA_H
+#define PC_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pc/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pc_data {
+    int64_t count;    /* N samples */
+    int32_t width;    /* V variables per sample (28 * 28 = 784 for MNIST) */
+    uint8_t *values;  /* [count, width], row-major */
+    uint8_t *missing; /* [count, width], 1 = unobserved (marginalised); NULL = all observed */
+} pc_data;
+
+/* Allocates count x width zeroed values (missing = NULL). */
+pc_status pc_data_create(int64_t count, int32_t width, pc_data **out);
+void pc_data_free(pc_data *data);
+
+/* Reads an IDX image file (magic 0x00000803, uint8, any number of dimensions >= 1 after the
+ * count; width = product of them), plain or .gz. Every header field and the payload length are
+ * checked; a truncated or corrupt file gets a message naming the file. */
+pc_status pc_data_load_idx(const char *path, pc_data **out);
+
+/* Reads an IDX label file (magic 0x00000801) into a malloc'ed uint8 array of *count labels. */
+pc_status pc_labels_load_idx(const char *path, uint8_t **labels, int64_t *count);
+
+/* Finds an MNIST file such as "t10k-images-idx3-ubyte.gz": in `dir` when it is not NULL, else
+ * in ./datasets/mnist, then ../shared/datasets/mnist (relative to the working directory and to
+ * the source tree). Writes the path found into path_out; when none exists, the message lists
+ * every place looked at. */
+pc_status pc_data_find_mnist(const char *dir, const char *file_name, char *path_out,
+                             size_t path_len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages pcinfer builds with, when any is missing. Idempotent; needs root
+# (or sudo) only when something has to be installed.
+set -euo pipefail
+packages=(cmake make gcc pkg-config libhdf5-dev libcmocka-dev zlib1g-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "setup: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
