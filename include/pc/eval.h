@@ -1,0 +1,69 @@
+/* Scoring data with a compiled circuit on one backend.
+ *
+ * Backends:
+ *   ref       CPU, FP64: the ground truth.
+ *   cpu       CPU, IntLSE integer sum layers (the fallback where no GPU is present).
+ *   cpu-fuse  CPU, FP32 sum layers in the exp-once + multiply-add form.
+ *   fuse      CUDA, fused FP32 layers (gather, shift by the max, exp once, FMA with exp(w), log).
+ *   int       CUDA, IntLSE integer sum layers.
+ *   gemm      CUDA, max/exp kernel + cuBLAS batched SGEMM + log kernel per layer.
+ * Every backend returns log p(x) per sample in nats as double.
+ */
+#ifndef PC_EVAL_H
+#define PC_EVAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pc/circuit.h"
+#include "pc/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum pc_backend {
+    PC_BACKEND_REF = 0,
+    PC_BACKEND_CPU = 1,
+    PC_BACKEND_CPU_FUSE = 2,
+    PC_BACKEND_FUSE = 3,
+    PC_BACKEND_INT = 4,
+    PC_BACKEND_GEMM = 5,
+} pc_backend;
+
+/* "ref", "cpu", "cpu-fuse", "fuse", "int", "gemm". */
+const char *pc_backend_name(pc_backend backend);
+pc_status pc_backend_parse(const char *name, pc_backend *backend);
+/* 1 for fuse, int and gemm. */
+int pc_backend_is_gpu(pc_backend backend);
+
+typedef struct pc_eval_opts {
+    pc_backend backend;
+    int64_t max_batch; /* largest n one pc_evaluate call will be given (buffers are sized once) */
+    int threads;       /* CPU backends: OpenMP threads across the batch; <= 0 means all cores */
+} pc_eval_opts;
+
+typedef struct pc_evaluator pc_evaluator;
+
+/* Prepares a backend for the circuit: converts and (for GPU backends) uploads the parameters
+ * once and allocates buffers for max_batch samples. The circuit must outlive the evaluator.
+ * A GPU backend on a machine without a GPU returns PC_ERR_NO_DEVICE (or PC_ERR_UNSUPPORTED in
+ * a build without CUDA); a model too large for the GPU returns PC_ERR_DEVICE_MEMORY. */
+pc_status pc_evaluator_create(const pc_circuit *circuit, const pc_eval_opts *opts,
+                              pc_evaluator **out);
+void pc_evaluator_free(pc_evaluator *evaluator);
+
+/* Scores n <= max_batch samples: x is [n, V] host uint8 (values < C), missing is NULL or
+ * [n, V] host uint8 (1 = marginalise x_v); logp is [n] host double. Synchronous. A value >= C
+ * is rejected with PC_ERR_DATA naming the sample and variable. */
+pc_status pc_evaluate(pc_evaluator *evaluator, const uint8_t *x, const uint8_t *missing,
+                      int64_t n, double *logp);
+
+/* Peak bytes of device memory this evaluator has held (0 for CPU backends). */
+size_t pc_evaluator_peak_device_bytes(const pc_evaluator *evaluator);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
