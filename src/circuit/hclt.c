@@ -1,0 +1,186 @@
+/* HCLT models in memory: allocation and the validity rules of HCLT_FORMAT v1 (docs/format.md). */
+#include "pc/hclt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* Normalised means |LSE over the last axis| <= this (natural log). */
+#define PC_HCLT_NORM_TOL 1e-3
+
+/* Element counts above this are refused rather than allocated (2^40 doubles would be 8 TiB). */
+#define PC_HCLT_MAX_ELEMS ((int64_t)1 << 36)
+
+pc_status pc_hclt_create(int32_t num_vars, int32_t num_cats, int32_t num_latents,
+                         int32_t num_trans, pc_hclt **out) {
+    if (!out) return pc_fail(PC_ERR_ARG, "pc_hclt_create: out is NULL");
+    *out = NULL;
+    if (num_vars < 1 || num_cats < 2 || num_latents < 1 || num_trans < 0)
+        return pc_fail(PC_ERR_ARG,
+                       "pc_hclt_create: sizes V = %d, C = %d, K = %d, T = %d (need V >= 1, "
+                       "C >= 2, K >= 1, T >= 0)",
+                       num_vars, num_cats, num_latents, num_trans);
+    int64_t n_in = (int64_t)num_vars * num_latents * num_cats;
+    int64_t n_tr = (int64_t)num_trans * num_latents * num_latents;
+    if (n_in > PC_HCLT_MAX_ELEMS || n_tr > PC_HCLT_MAX_ELEMS)
+        return pc_fail(PC_ERR_ARG, "pc_hclt_create: V = %d, C = %d, K = %d, T = %d is too large",
+                       num_vars, num_cats, num_latents, num_trans);
+    pc_hclt *m = calloc(1, sizeof *m);
+    if (!m) return pc_fail(PC_ERR_NOMEM, "pc_hclt_create: out of memory");
+    m->num_vars = num_vars;
+    m->num_cats = num_cats;
+    m->num_latents = num_latents;
+    m->num_trans = num_trans;
+    m->parent = malloc((size_t)num_vars * sizeof *m->parent);
+    m->trans_index = malloc((size_t)num_vars * sizeof *m->trans_index);
+    m->root_logw = calloc((size_t)num_latents, sizeof *m->root_logw);
+    /* calloc(0) may return NULL; allocate at least one element so NULL always means failure. */
+    m->trans_logw = calloc((size_t)(n_tr > 0 ? n_tr : 1), sizeof *m->trans_logw);
+    m->input_logp = calloc((size_t)n_in, sizeof *m->input_logp);
+    if (!m->parent || !m->trans_index || !m->root_logw || !m->trans_logw || !m->input_logp) {
+        pc_hclt_free(m);
+        return pc_fail(PC_ERR_NOMEM, "pc_hclt_create: out of memory for V = %d, C = %d, K = %d",
+                       num_vars, num_cats, num_latents);
+    }
+    for (int32_t v = 0; v < num_vars; v++) m->parent[v] = m->trans_index[v] = -1;
+    *out = m;
+    return PC_OK;
+}
+
+void pc_hclt_free(pc_hclt *model) {
+    if (!model) return;
+    free(model->parent);
+    free(model->trans_index);
+    free(model->root_logw);
+    free(model->trans_logw);
+    free(model->input_logp);
+    free(model);
+}
+
+/* "name: " or "" so every message can start with the file name when there is one. */
+#define PFX(name) (name) ? (name) : "", (name) ? ": " : ""
+
+/* Checks that every element of a row is neither NaN nor +inf and that LSE(row) = 0 within the
+ * tolerance. `field` and the index text name the row in the message. */
+static pc_status check_row(const double *row, int64_t n, const char *name, const char *field,
+                           const char *index) {
+    double max = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(row[i]) || row[i] == INFINITY)
+            return pc_fail(PC_ERR_MODEL, "%s%s%s[%s%s%lld] is %s, not a log-probability", PFX(name),
+                           field, index, *index ? ", " : "", (long long)i,
+                           isnan(row[i]) ? "NaN" : "+inf");
+        if (row[i] > max) max = row[i];
+    }
+    double sum = 0.0;
+    if (max > -INFINITY)
+        for (int64_t i = 0; i < n; i++) sum += exp(row[i] - max);
+    double lse = max > -INFINITY ? max + log(sum) : -INFINITY;
+    if (!(fabs(lse) <= PC_HCLT_NORM_TOL))
+        return pc_fail(PC_ERR_MODEL, "%s%s%s[%s%s:] sums to %.6g, not 1", PFX(name), field, index,
+                       *index ? ", " : "", max > -INFINITY ? exp(lse) : 0.0);
+    return PC_OK;
+}
+
+static pc_status check_tree(const pc_hclt *m, const char *name) {
+    const int32_t V = m->num_vars;
+    int32_t root = -1;
+    for (int32_t v = 0; v < V; v++) {
+        int32_t p = m->parent[v];
+        if (p < -1 || p >= V)
+            return pc_fail(PC_ERR_MODEL, "%s%s/structure/parent[%d] = %d is out of range [-1, %d)",
+                           PFX(name), v, p, V);
+        if (p == v)
+            return pc_fail(PC_ERR_MODEL, "%s%s/structure/parent[%d] = %d: a variable is its own parent",
+                           PFX(name), v, p);
+        if (p == -1) {
+            if (root >= 0)
+                return pc_fail(PC_ERR_MODEL,
+                               "%s%s/structure/parent has more than one root: variables %d and %d",
+                               PFX(name), root, v);
+            root = v;
+        }
+    }
+    if (root < 0)
+        return pc_fail(PC_ERR_MODEL, "%s%s/structure/parent has no root (no entry is -1)", PFX(name));
+
+    /* Walk up from every variable; state 0 = unseen, 1 = on the current walk, 2 = reaches the
+     * root. Meeting a 1 again means a cycle. Each variable is walked over once: O(V). */
+    uint8_t *state = calloc((size_t)V, 1);
+    if (!state) return pc_fail(PC_ERR_NOMEM, "%s%sout of memory checking the tree", PFX(name));
+    pc_status st = PC_OK;
+    state[root] = 2;
+    for (int32_t v = 0; v < V && st == PC_OK; v++) {
+        int32_t u = v;
+        while (state[u] == 0) {
+            state[u] = 1;
+            u = m->parent[u];
+        }
+        if (state[u] == 1) {
+            st = pc_fail(PC_ERR_MODEL,
+                         "%s%s/structure/parent has a cycle through variable %d (it never reaches "
+                         "the root %d)",
+                         PFX(name), u, root);
+            break;
+        }
+        for (u = v; state[u] == 1; u = m->parent[u]) state[u] = 2;
+    }
+    free(state);
+    if (st != PC_OK) return st;
+
+    if (m->trans_index[root] != -1)
+        return pc_fail(PC_ERR_MODEL, "%s%s/structure/trans_index[%d] = %d, but the root must have -1",
+                       PFX(name), root, m->trans_index[root]);
+    int32_t *user = malloc((size_t)(m->num_trans > 0 ? m->num_trans : 1) * sizeof *user);
+    if (!user) return pc_fail(PC_ERR_NOMEM, "%s%sout of memory checking trans_index", PFX(name));
+    for (int32_t t = 0; t < m->num_trans; t++) user[t] = -1;
+    for (int32_t v = 0; v < V && st == PC_OK; v++) {
+        int32_t t = m->trans_index[v];
+        if (t < -1 || t >= m->num_trans)
+            st = pc_fail(PC_ERR_MODEL, "%s%s/structure/trans_index[%d] = %d is out of range [-1, %d)",
+                         PFX(name), v, t, m->num_trans);
+        else if (t >= 0 && user[t] >= 0)
+            st = pc_fail(PC_ERR_MODEL,
+                         "%s%s/structure/trans_index: row %d is used twice (variables %d and %d)",
+                         PFX(name), t, user[t], v);
+        else if (t >= 0)
+            user[t] = v;
+    }
+    for (int32_t t = 0; t < m->num_trans && st == PC_OK; t++)
+        if (user[t] < 0)
+            st = pc_fail(PC_ERR_MODEL,
+                         "%s%s/structure/trans_index: row %d of /params/trans_logw is used by no "
+                         "variable (%d rows)",
+                         PFX(name), t, m->num_trans);
+    free(user);
+    return st;
+}
+
+pc_status pc_hclt_validate(const pc_hclt *m, const char *name) {
+    if (!m) return pc_fail(PC_ERR_ARG, "pc_hclt_validate: model is NULL");
+    if (m->num_vars < 1 || m->num_cats < 2 || m->num_latents < 1 || m->num_trans < 0)
+        return pc_fail(PC_ERR_MODEL,
+                       "%s%ssizes V = %d, C = %d, K = %d, T = %d (need V >= 1, C >= 2, K >= 1, T >= 0)",
+                       PFX(name), m->num_vars, m->num_cats, m->num_latents, m->num_trans);
+    if (!m->parent || !m->trans_index || !m->root_logw || !m->trans_logw || !m->input_logp)
+        return pc_fail(PC_ERR_ARG, "pc_hclt_validate: the model has a NULL array");
+    pc_status st = check_tree(m, name);
+    if (st != PC_OK) return st;
+
+    const int64_t K = m->num_latents, C = m->num_cats;
+    char index[64];
+    index[0] = '\0';
+    st = check_row(m->root_logw, K, name, "/params/root_logw", index);
+    for (int64_t t = 0; t < m->num_trans && st == PC_OK; t++)
+        for (int64_t j = 0; j < K && st == PC_OK; j++) {
+            snprintf(index, sizeof index, "%lld, %lld", (long long)t, (long long)j);
+            st = check_row(m->trans_logw + (t * K + j) * K, K, name, "/params/trans_logw", index);
+        }
+    for (int64_t v = 0; v < m->num_vars && st == PC_OK; v++)
+        for (int64_t k = 0; k < K && st == PC_OK; k++) {
+            snprintf(index, sizeof index, "%lld, %lld", (long long)v, (long long)k);
+            st = check_row(m->input_logp + (v * K + k) * C, C, name, "/params/input_logp", index);
+        }
+    return st;
+}
