@@ -1,0 +1,128 @@
+/* Token log-probabilities on the CPU (pc/logprob.h): fuse against the FP64 reference on random
+ * rows of odd sizes and strides, the special cases, threads, and argument errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "logprob_cases.h"
+
+static const int64_t vocabs[] = {1, 2, 7, 255, 256, 257, 1000, 4099, 32000, 50257};
+
+/* Runs kernel on rows of one vocabulary and compares each row with pc_logprob_rows_ref. */
+static void check_against_ref(pc_lse_kernel kernel, pc_dtype dtype, int64_t vocab, int threads) {
+    int64_t rows = vocab >= 4 ? LP_SPECIAL + lp_below(vocab > 20000 ? 8 : 40) : 1 + lp_below(9);
+    int64_t stride = vocab + lp_below(5);
+    size_t esize = pc_dtype_size(dtype);
+    void *x = malloc((size_t)(rows * stride) * esize);
+    int64_t *targets = malloc((size_t)rows * sizeof *targets);
+    float *out = malloc((size_t)rows * sizeof *out), expect[LP_SPECIAL];
+    double *ref = malloc((size_t)rows * sizeof *ref);
+    assert_non_null(x), assert_non_null(targets), assert_non_null(out), assert_non_null(ref);
+    lp_fill(dtype, x, rows, vocab, stride, targets);
+    if (vocab >= 4) lp_plant(dtype, x, vocab, stride, targets, expect);
+    for (int64_t r = 0; r < rows; r++) out[r] = LP_POISON;
+
+    pc_lse_cpu_opts opts = {threads, PC_ISA_AUTO};
+    assert_int_equal(pc_logprob_rows(kernel, dtype, x, rows, vocab, stride, targets, out, &opts), PC_OK);
+    assert_int_equal(pc_logprob_rows_ref(dtype, x, rows, vocab, stride, targets, ref), PC_OK);
+    for (int64_t r = 0; r < rows; r++) {
+        if (vocab >= 4 && r < LP_SPECIAL && !(isnan(expect[r]) ? isnan(ref[r]) : ref[r] == expect[r]))
+            fail_msg("ref: special row %lld gives %g, expected %g", (long long)r, ref[r], expect[r]);
+        if (!lp_close(out[r], ref[r]))
+            fail_msg("%s %s vocab %lld stride %lld row %lld: got %.9g, ref %.12g",
+                     pc_lse_kernel_name(kernel), pc_dtype_name(dtype), (long long)vocab,
+                     (long long)stride, (long long)r, out[r], ref[r]);
+    }
+    free(x), free(targets), free(out), free(ref);
+}
+
+static void test_fuse_matches_ref(void **state) {
+    (void)state;
+    for (size_t v = 0; v < sizeof vocabs / sizeof vocabs[0]; v++) {
+        check_against_ref(PC_LSE_FUSE, PC_F32, vocabs[v], 1);
+        check_against_ref(PC_LSE_FUSE, PC_BF16, vocabs[v], 1);
+        check_against_ref(PC_LSE_REF, PC_F32, vocabs[v], 1);
+    }
+}
+
+static void test_threads(void **state) {
+    (void)state;
+    check_against_ref(PC_LSE_FUSE, PC_F32, 4099, 2);
+    check_against_ref(PC_LSE_REF, PC_BF16, 1000, 3);
+}
+
+/* Logits at +-FLT_MAX: the max shift keeps everything finite. Row: {MAX, MAX, -MAX, 0}. */
+static void test_huge_logits(void **state) {
+    (void)state;
+    float x[4] = {FLT_MAX, FLT_MAX, -FLT_MAX, 0.0f}, out[2] = {LP_POISON, LP_POISON};
+    int64_t t[2] = {1, 2};
+    float rows2[8];
+    memcpy(rows2, x, sizeof x), memcpy(rows2 + 4, x, sizeof x);
+    assert_int_equal(pc_logprob_rows(PC_LSE_FUSE, PC_F32, rows2, 2, 4, 4, t, out, NULL), PC_OK);
+    assert_float_equal(out[0], -0.69314718f, 1e-6);
+    assert_true(out[1] == -INFINITY); /* exp(-MAX - MAX) is 0: the token has probability 0 */
+    /* vocab 1: probability 1, whatever the logit. */
+    float one = -3.0e38f, lp = LP_POISON;
+    int64_t t0 = 0;
+    assert_int_equal(pc_logprob_rows(PC_LSE_FUSE, PC_F32, &one, 1, 1, 1, &t0, &lp, NULL), PC_OK);
+    assert_true(lp == 0.0f);
+}
+
+static void test_argument_errors(void **state) {
+    (void)state;
+    float x[12] = {0}, out[3] = {LP_POISON, LP_POISON, LP_POISON};
+    double dout[3] = {1.5, 1.5, 1.5};
+    int64_t t[3] = {0, 1, 3};
+    /* target 3 of vocab 3 in row 2: an error naming the row, nothing written */
+    assert_int_equal(pc_logprob_rows(PC_LSE_FUSE, PC_F32, x, 3, 3, 4, t, out, NULL), PC_ERR_ARG);
+    assert_non_null(strstr(pc_last_error(), "targets[2]"));
+    assert_int_equal(pc_logprob_rows_ref(PC_F32, x, 3, 3, 4, t, dout), PC_ERR_ARG);
+    t[2] = -1;
+    assert_int_equal(pc_logprob_rows(PC_LSE_REF, PC_F32, x, 3, 3, 4, t, out, NULL), PC_ERR_ARG);
+    t[2] = 2;
+    assert_int_equal(pc_logprob_rows(PC_LSE_FUSE, PC_F32, NULL, 3, 3, 4, t, out, NULL), PC_ERR_ARG);
+    assert_int_equal(pc_logprob_rows(PC_LSE_FUSE, PC_F32, x, 3, 3, 4, NULL, out, NULL), PC_ERR_ARG);
+    assert_int_equal(pc_logprob_rows(PC_LSE_FUSE, PC_F32, x, 3, 3, 4, t, NULL, NULL), PC_ERR_ARG);
+    assert_int_equal(pc_logprob_rows(PC_LSE_FUSE, PC_F32, x, -1, 3, 4, t, out, NULL), PC_ERR_ARG);
+    assert_int_equal(pc_logprob_rows(PC_LSE_FUSE, PC_F32, x, 3, 0, 4, t, out, NULL), PC_ERR_ARG);
+    assert_int_equal(pc_logprob_rows(PC_LSE_FUSE, PC_F32, x, 3, 5, 4, t, out, NULL), PC_ERR_ARG);
+    assert_non_null(strstr(pc_last_error(), "stride"));
+    assert_int_equal(pc_logprob_rows(PC_LSE_FUSE, PC_F16, x, 3, 3, 4, t, out, NULL), PC_ERR_ARG);
+    assert_int_equal(pc_logprob_rows(PC_LSE_INT, PC_F32, x, 3, 3, 4, t, out, NULL), PC_ERR_ARG);
+    assert_int_equal(pc_logprob_rows(PC_LSE_FUSE, PC_Q10_6, x, 3, 3, 4, t, out, NULL), PC_ERR_ARG);
+    for (int r = 0; r < 3; r++) assert_true(out[r] == LP_POISON && dout[r] == 1.5);
+    /* rows == 0 is a valid empty call, even with NULL buffers */
+    assert_int_equal(pc_logprob_rows(PC_LSE_FUSE, PC_F32, NULL, 0, 3, 4, NULL, NULL, NULL), PC_OK);
+    assert_int_equal(pc_logprob_check_targets(t, 3, 3), PC_OK);
+    assert_int_equal(pc_logprob_check_targets(t, 3, 2), PC_ERR_ARG);
+}
+
+/* The GPU stand-in of a build without CUDA says so instead of pretending. */
+static void test_cuda_entry_without_cuda(void **state) {
+    (void)state;
+#ifdef PC_HAVE_CUDA
+    skip();
+#else
+    size_t bytes = 0;
+    float x = 0.0f, out = LP_POISON;
+    int64_t t = 0;
+    assert_int_equal(pc_logprob_rows_cuda(PC_F32, &x, 1, 1, 1, &t, &out, NULL, &bytes, NULL),
+                     PC_ERR_UNSUPPORTED);
+    assert_true(out == LP_POISON);
+#endif
+}
+
+int main(void) {
+    lp_seed();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fuse_matches_ref),
+        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_huge_logits),
+        cmocka_unit_test(test_argument_errors),
+        cmocka_unit_test(test_cuda_entry_without_cuda),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
