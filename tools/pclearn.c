@@ -1,0 +1,317 @@
+/* pclearn: learns an HCLT from data (mutual information -> Chow-Liu tree -> EM) and writes it.
+ *
+ *   pclearn --latents K [--epochs E] [--batch N] [--full-epochs F] [--pseudocount A]
+ *           [--step-start A0] [--step-end A1] [--bins B] [--mi-rows M] [--data FILE]
+ *           [--valid FILE] [--seed S] [--threads T] [--f64] -o MODEL.h5
+ *
+ * Progress (one line per epoch) goes to stderr, the summary to stdout. Exit status: 0 done,
+ * 1 error, 2 usage.
+ */
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "circuit/learn_internal.h"
+#include "pc/data.h"
+#include "pc/hclt.h"
+#include "pc/learn.h"
+
+typedef struct options {
+    long latents, epochs, batch, full_epochs, bins, mi_rows, threads;
+    double pseudocount, step_start, step_end;
+    unsigned long long seed;
+    const char *data, *valid, *out;
+    int f64;
+} options;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: pclearn --latents K [options] -o MODEL.h5\n"
+            "  --latents K        latent states per tree node (required, 1..4096)\n"
+            "  --epochs E         mini-batch EM epochs (default 10)\n"
+            "  --batch N          mini-batch size (default 512)\n"
+            "  --full-epochs F    full-batch EM epochs after the mini-batch ones (default 1)\n"
+            "  --pseudocount A    pseudocount per distribution (default 0.1)\n"
+            "  --step-start A0    mini-batch step size at the first batch (default 0.9)\n"
+            "  --step-end A1      step size at the last batch, linear in between (default 0.1)\n"
+            "  --bins B           value bins for the mutual information (default 16)\n"
+            "  --mi-rows M        rows sampled for the mutual information, 0 = all (default 20000)\n"
+            "  --data FILE        training data, IDX (.gz) (default: MNIST training images)\n"
+            "  --valid FILE       test data scored at the end (default: MNIST test images when\n"
+            "                     --data is not given)\n"
+            "  --seed S           random seed (default 1)\n"
+            "  --threads T        OpenMP threads (default: all cores)\n"
+            "  --f64              store parameters as float64 (default float32)\n"
+            "  -o MODEL.h5        output model (written to a temporary name, then renamed)\n");
+}
+
+static int parse_long(const char *name, const char *text, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < lo || v > hi) {
+        fprintf(stderr, "pclearn: %s '%s' is not an integer in %ld..%ld\n", name, text, lo, hi);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static int parse_double(const char *name, const char *text, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "pclearn: %s '%s' is not a number in [%g, %g]\n", name, text, lo, hi);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* Returns 0 on success, 2 on a usage error (message printed). */
+static int parse_args(int argc, char **argv, options *o) {
+    *o = (options){.latents = 0, .epochs = 10, .batch = 512, .full_epochs = 1, .bins = 16,
+                   .mi_rows = 20000, .threads = 0, .pseudocount = 0.1, .step_start = 0.9,
+                   .step_end = 0.1, .seed = 1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            exit(0);
+        }
+        if (!strcmp(a, "--f64")) {
+            o->f64 = 1;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "pclearn: %s needs a value (or is unknown)\n", a);
+            return 2;
+        }
+        const char *v = argv[++i];
+        long seed = 0;
+        int ok = 1;
+        if (!strcmp(a, "--latents")) ok = parse_long(a, v, 1, 4096, &o->latents);
+        else if (!strcmp(a, "--epochs")) ok = parse_long(a, v, 0, 100000, &o->epochs);
+        else if (!strcmp(a, "--batch")) ok = parse_long(a, v, 1, 1L << 30, &o->batch);
+        else if (!strcmp(a, "--full-epochs")) ok = parse_long(a, v, 0, 100000, &o->full_epochs);
+        else if (!strcmp(a, "--bins")) ok = parse_long(a, v, 2, 64, &o->bins);
+        else if (!strcmp(a, "--mi-rows")) ok = parse_long(a, v, 0, 1L << 40, &o->mi_rows);
+        else if (!strcmp(a, "--threads")) ok = parse_long(a, v, 1, 1024, &o->threads);
+        else if (!strcmp(a, "--pseudocount")) ok = parse_double(a, v, 0, 1e9, &o->pseudocount);
+        else if (!strcmp(a, "--step-start")) ok = parse_double(a, v, 1e-9, 1, &o->step_start);
+        else if (!strcmp(a, "--step-end")) ok = parse_double(a, v, 1e-9, 1, &o->step_end);
+        else if (!strcmp(a, "--seed")) {
+            ok = parse_long(a, v, 0, 0x7fffffffL, &seed);
+            o->seed = (unsigned long long)seed;
+        } else if (!strcmp(a, "--data")) o->data = v;
+        else if (!strcmp(a, "--valid")) o->valid = v;
+        else if (!strcmp(a, "-o")) o->out = v;
+        else {
+            fprintf(stderr, "pclearn: unknown option %s\n", a);
+            ok = 0;
+        }
+        if (!ok) return 2;
+    }
+    if (!o->latents || !o->out) {
+        fprintf(stderr, "pclearn: --latents and -o are required\n");
+        usage(stderr);
+        return 2;
+    }
+    if (o->epochs == 0 && o->full_epochs == 0) {
+        fprintf(stderr, "pclearn: --epochs and --full-epochs are both 0: nothing to learn\n");
+        return 2;
+    }
+    return 0;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int fail(const char *what) {
+    fprintf(stderr, "pclearn: %s: %s\n", what, pc_last_error());
+    return 1;
+}
+
+static int load_data(const char *path, const char *mnist_name, pc_data **out, char *used, size_t n) {
+    if (path) {
+        snprintf(used, n, "%s", path);
+    } else if (pc_data_find_mnist(NULL, mnist_name, used, n) != PC_OK) {
+        return fail("finding the data");
+    }
+    if (pc_data_load_idx(used, out) != PC_OK) return fail("reading the data");
+    return 0;
+}
+
+/* Mean log p(x) in nats over the data. */
+static int mean_loglik(const pc_hclt *m, const pc_data *d, double *mean) {
+    double *lp = malloc((size_t)d->count * sizeof *lp);
+    if (!lp) {
+        fprintf(stderr, "pclearn: out of memory for %lld log-likelihoods\n", (long long)d->count);
+        return 1;
+    }
+    if (pc_learn_loglik(m, d, lp) != PC_OK) {
+        free(lp);
+        return fail("scoring");
+    }
+    double sum = 0;
+    for (int64_t i = 0; i < d->count; i++) sum += lp[i];
+    free(lp);
+    *mean = sum / (double)d->count;
+    return 0;
+}
+
+static double bits_per_dim(double mean_ll, int32_t width) {
+    return -mean_ll / ((double)width * log(2.0));
+}
+
+/* Mini-batch epochs with a linearly decaying step, then full-batch epochs. */
+static int train(const options *o, pc_em *em, const pc_data *d) {
+    const int64_t n = d->count;
+    int64_t *rows = malloc((size_t)n * sizeof *rows);
+    if (!rows) {
+        fprintf(stderr, "pclearn: out of memory for %lld row indices\n", (long long)n);
+        return 1;
+    }
+    for (int64_t i = 0; i < n; i++) rows[i] = i;
+    uint64_t rng = o->seed ^ 0x5DEECE66Dull;
+    const int64_t per_epoch = (n + o->batch - 1) / o->batch;
+    const int64_t updates = per_epoch * o->epochs;
+    int64_t u = 0;
+    for (long ep = 1; ep <= o->epochs + o->full_epochs; ep++) {
+        const double t0 = now_s();
+        const int full = ep > o->epochs;
+        double ll = 0, step = 1, step_first = 1;
+        if (!full)
+            for (int64_t i = n - 1; i > 0; i--) { /* Fisher-Yates shuffle from the seed */
+                int64_t j = pc_learn_rand_below(&rng, i + 1), t = rows[i];
+                rows[i] = rows[j];
+                rows[j] = t;
+            }
+        for (int64_t b = 0; b < (full ? 1 : per_epoch); b++) {
+            const int64_t begin = full ? 0 : b * o->batch;
+            const int64_t count = full ? n : (begin + o->batch < n ? o->batch : n - begin);
+            if (!full) {
+                const double frac = updates > 1 ? (double)u / (double)(updates - 1) : 0;
+                step = o->step_start + (o->step_end - o->step_start) * frac;
+                u++;
+            }
+            if (b == 0) step_first = step;
+            double part = 0;
+            if (pc_em_step(em, d, full ? NULL : rows + begin, count, step, o->pseudocount, &part) !=
+                PC_OK) {
+                free(rows);
+                return fail("EM");
+            }
+            ll += part;
+        }
+        const double mean = ll / (double)n;
+        fprintf(stderr, "epoch %3ld/%ld %s  step %.3f..%.3f  train LL %.3f nats/image  %.4f bits/dim  %.1f s\n",
+                ep, o->epochs + o->full_epochs, full ? "full " : "batch", step_first, step, mean,
+                bits_per_dim(mean, d->width), now_s() - t0);
+    }
+    free(rows);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    options o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc;
+    if (o.threads > 0) omp_set_num_threads((int)o.threads);
+
+    const double t_start = now_s();
+    char data_path[4096], valid_path[4096];
+    pc_data *d = NULL, *test = NULL;
+    pc_hclt *model = NULL, *saved = NULL;
+    pc_em *em = NULL;
+    double *mi = NULL;
+    int32_t *parent = NULL;
+    rc = 1;
+    if (load_data(o.data, "train-images-idx3-ubyte.gz", &d, data_path, sizeof data_path)) goto out;
+    if (d->count < 1) {
+        fprintf(stderr, "pclearn: %s has no samples\n", data_path);
+        goto out;
+    }
+    const int32_t cats = 256, vars = d->width;
+    fprintf(stderr, "data: %s, %lld samples x %d variables\n", data_path, (long long)d->count, vars);
+
+    double t0 = now_s();
+    mi = malloc((size_t)vars * (size_t)vars * sizeof *mi);
+    parent = malloc((size_t)vars * sizeof *parent);
+    if (!mi || !parent) {
+        fprintf(stderr, "pclearn: out of memory for the %d x %d mutual information\n", vars, vars);
+        goto out;
+    }
+    if (pc_learn_mutual_info(d, cats, (int32_t)o.bins, o.mi_rows, o.seed, mi) != PC_OK) {
+        fail("mutual information");
+        goto out;
+    }
+    const double t_mi = now_s() - t0;
+    t0 = now_s();
+    if (pc_learn_chow_liu(vars, mi, parent) != PC_OK) {
+        fail("Chow-Liu tree");
+        goto out;
+    }
+    if (pc_learn_hclt_create(vars, parent, cats, (int32_t)o.latents, &model) != PC_OK) {
+        fail("HCLT structure");
+        goto out;
+    }
+    const double t_tree = now_s() - t0;
+    fprintf(stderr, "structure: MI %.2f s (%ld bins), tree %.2f s, %d transition rows, %d leaves "
+            "sharing a latent\n", t_mi, o.bins, t_tree, model->num_trans, vars - 1 - model->num_trans);
+    if (pc_learn_init_params(model, d, o.seed) != PC_OK || pc_em_create(model, &em) != PC_OK) {
+        fail("initialising EM");
+        goto out;
+    }
+    t0 = now_s();
+    if (train(&o, em, d)) goto out;
+    const double t_em = now_s() - t0;
+    if (pc_em_export(em, model) != PC_OK || pc_hclt_validate(model, "learned model") != PC_OK) {
+        fail("learned model");
+        goto out;
+    }
+    if (pc_hclt_save(model, o.out, o.f64 ? PC_HCLT_F64 : PC_HCLT_F32) != PC_OK) {
+        fail("writing the model");
+        goto out;
+    }
+    /* Score the model as stored (float32 rounding included). */
+    if (pc_hclt_load(o.out, &saved) != PC_OK) {
+        fail("reading the model back");
+        goto out;
+    }
+    double train_ll = 0;
+    if (mean_loglik(saved, d, &train_ll)) goto out;
+    printf("model: %s (K = %ld, %d variables, %d categories, %d transition rows, %s)\n", o.out,
+           o.latents, vars, cats, model->num_trans, o.f64 ? "float64" : "float32");
+    printf("training: %.1f s in all (structure %.1f s, EM %.1f s), %ld mini-batch epochs of %ld, "
+           "%ld full-batch epochs, %d threads\n", now_s() - t_start, t_mi + t_tree, t_em, o.epochs,
+           o.batch, o.full_epochs, omp_get_max_threads());
+    printf("train: %lld samples, LL %.4f nats/image, %.4f bits/dim\n", (long long)d->count,
+           train_ll, bits_per_dim(train_ll, vars));
+    if (o.valid || !o.data) {
+        if (load_data(o.valid, "t10k-images-idx3-ubyte.gz", &test, valid_path, sizeof valid_path))
+            goto out;
+        double test_ll = 0;
+        if (mean_loglik(saved, test, &test_ll)) goto out;
+        printf("test: %s, %lld samples, LL %.4f nats/image, %.4f bits/dim\n", valid_path,
+               (long long)test->count, test_ll, bits_per_dim(test_ll, vars));
+    }
+    rc = 0;
+out:
+    pc_data_free(d);
+    pc_data_free(test);
+    pc_hclt_free(model);
+    pc_hclt_free(saved);
+    pc_em_free(em);
+    free(mi);
+    free(parent);
+    return rc;
+}
