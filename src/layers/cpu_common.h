@@ -1,0 +1,34 @@
+/* Helpers shared by the CPU backends (ref, cpu-fuse, cpu): input rows split into an offset and
+ * a relative part, thread counts, sample blocks, and the parallel driver over blocks. */
+#ifndef PC_LAYERS_CPU_COMMON_H
+#define PC_LAYERS_CPU_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pc/circuit.h"
+#include "pc/status.h"
+
+/* Input row of variable v for category cat (cat == C means "missing": LSE over the C
+ * categories). Writes rel[k] = input_logp[v, k, cat] - off for k < K and returns
+ * off = max_k input_logp[v, k, cat] in FP64. When every k is -inf, off = -inf and rel = 0, so
+ * no NaN can arise from -inf - -inf. */
+double pc_cpu_input_row(const pc_circuit *c, int32_t v, int32_t cat, double *rel);
+
+/* OpenMP threads to use: requested, or all cores when requested <= 0. */
+int pc_cpu_threads(int requested);
+
+/* Samples per block so that one block's node values (G x K x bytes_per_value per sample) stay
+ * within about 1 MiB (half this machine class's L2): at least 1, at most 64. */
+int64_t pc_cpu_block_size(const pc_circuit *c, size_t bytes_per_value);
+
+/* Scores n samples block by block across `threads` OpenMP threads. fn(state, t, ...) scores
+ * one block of nb <= block samples with thread t's scratch. Blocks cannot fail: data and
+ * buffers are checked before. */
+typedef void (*pc_cpu_block_fn)(void *state, int thread, const uint8_t *x,
+                                const uint8_t *missing, int64_t nb, double *logp);
+void pc_cpu_run_blocks(void *state, pc_cpu_block_fn fn, int threads, int64_t block,
+                       int32_t width, const uint8_t *x, const uint8_t *missing, int64_t n,
+                       double *logp);
+
+#endif

@@ -1,0 +1,181 @@
+/* The `cpu-fuse` backend: FP32 sum layers in the exp-once + multiply-add form.
+ *
+ * Accuracy (docs/accuracy.md): every K-vector is kept relative to an FP64 offset per
+ * (sample, group), so FP32 only holds numbers near 0 while log p(x) itself (about -700 nats on
+ * MNIST, where one FP32 ulp is 6e-5) accumulates in FP64:
+ *   input row    in(v, c)[k]  = in_off[v, c] (FP64, max over k) + in_rel[v, c, k] (FP32, <= 0)
+ *   product      P_g[k]       = off_g (FP64 sum of offsets) + sum of FP32 relatives (added in
+ *                FP64: a group may have many children whose relatives disagree)
+ *   sum layer    m = max_k P_g, e_k = exp(P_g[k] - m) in [0, 1] (FP32 from here on),
+ *                s_j = sum_k W[j, k] e_k,
+ *                msg_g[j] = log s_j (FP32, <= ~0), moff_g = off_g + m (FP64).
+ * Node values live in msg[g][b][k] for a block of B samples (pc_cpu_block_size) so that a
+ * block's values stay in L2 while every group's weights are read once per block. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "layers/backend.h"
+#include "layers/cpu_common.h"
+
+typedef struct fuse_state {
+    const pc_circuit *c;
+    int threads;
+    int64_t block;
+    float *in_rel;    /* [V, C + 1, K]; category C = missing (the marginal) */
+    double *in_off;   /* [V, C + 1] */
+    float *w_t;       /* [T, K (k), K (j)]: exp(trans_logw[t, j, k]), transposed for axpy over j */
+    float *root_exp;  /* [K] */
+    float **scratch;  /* per thread: msg [G, B, K], d [K], e [K], s [K] */
+    double **wide;    /* per thread: P [K] */
+    double **offsets; /* per thread: moff [G, B] */
+} fuse_state;
+
+static void fuse_destroy(void *p) {
+    fuse_state *s = p;
+    if (!s) return;
+    for (int t = 0; t < s->threads; t++) {
+        if (s->scratch) free(s->scratch[t]);
+        if (s->offsets) free(s->offsets[t]);
+        if (s->wide) free(s->wide[t]);
+    }
+    free(s->wide);
+    free(s->scratch);
+    free(s->offsets);
+    free(s->in_rel);
+    free(s->in_off);
+    free(s->w_t);
+    free(s->root_exp);
+    free(s);
+}
+
+static pc_status fuse_create(const pc_circuit *c, const pc_eval_opts *opts, void **out) {
+    const int64_t K = c->num_latents, C1 = (int64_t)c->num_cats + 1, V = c->num_vars,
+                  T = c->num_trans, G = c->num_groups;
+    fuse_state *s = calloc(1, sizeof *s);
+    if (!s) return pc_fail(PC_ERR_NOMEM, "cpu-fuse backend: out of memory");
+    s->c = c;
+    s->threads = pc_cpu_threads(opts->threads);
+    s->block = pc_cpu_block_size(c, sizeof(float));
+    s->in_rel = malloc((size_t)(V * C1 * K) * sizeof(float));
+    s->in_off = malloc((size_t)(V * C1) * sizeof(double));
+    s->w_t = malloc((size_t)(T > 0 ? T * K * K : 1) * sizeof(float));
+    s->root_exp = malloc((size_t)K * sizeof(float));
+    s->scratch = calloc((size_t)s->threads, sizeof *s->scratch);
+    s->offsets = calloc((size_t)s->threads, sizeof *s->offsets);
+    s->wide = calloc((size_t)s->threads, sizeof *s->wide);
+    double *row = malloc((size_t)K * sizeof(double));
+    int ok = s->in_rel && s->in_off && s->w_t && s->root_exp && s->scratch && s->offsets && s->wide &&
+             row;
+    for (int t = 0; ok && t < s->threads; t++) {
+        s->scratch[t] = malloc((size_t)((G * s->block + 3) * K) * sizeof(float));
+        s->offsets[t] = malloc((size_t)(G * s->block) * sizeof(double));
+        s->wide[t] = malloc((size_t)K * sizeof(double));
+        ok = s->scratch[t] && s->offsets[t] && s->wide[t];
+    }
+    if (!ok) {
+        free(row);
+        fuse_destroy(s);
+        return pc_fail(PC_ERR_NOMEM, "cpu-fuse backend: out of memory for tables and buffers");
+    }
+    for (int64_t v = 0; v < V; v++)
+        for (int64_t cat = 0; cat < C1; cat++) {
+            s->in_off[v * C1 + cat] = pc_cpu_input_row(c, (int32_t)v, (int32_t)cat, row);
+            for (int64_t k = 0; k < K; k++) s->in_rel[(v * C1 + cat) * K + k] = (float)row[k];
+        }
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0; j < K; j++)
+            for (int64_t k = 0; k < K; k++)
+                s->w_t[(t * K + k) * K + j] = (float)exp(c->trans_logw[(t * K + j) * K + k]);
+    for (int64_t k = 0; k < K; k++) s->root_exp[k] = (float)exp(c->root_logw[k]);
+    free(row);
+    *out = s;
+    return PC_OK;
+}
+
+/* Exact LSE_k (logw[k] + d[k]) in FP64 for an output whose FP32 sum underflowed. */
+static double exact_output(const double *logw, const float *d, int64_t K) {
+    double mm = -INFINITY, ss = 0.0;
+    for (int64_t k = 0; k < K; k++) mm = fmax(mm, logw[k] + (double)d[k]);
+    if (mm == -INFINITY) return -INFINITY;
+    for (int64_t k = 0; k < K; k++) ss += exp(logw[k] + (double)d[k] - mm);
+    return mm + log(ss);
+}
+
+static void fuse_block(void *p, int thread, const uint8_t *x, const uint8_t *missing, int64_t nb,
+                       double *logp) {
+    const fuse_state *s = p;
+    const pc_circuit *c = s->c;
+    const int64_t K = c->num_latents, C = c->num_cats, C1 = C + 1, V = c->num_vars,
+                  G = c->num_groups, B = s->block;
+    float *msg = s->scratch[thread]; /* [G, B, K] */
+    float *d = msg + G * B * K, *e = d + K, *sum = e + K;
+    double *P = s->wide[thread];
+    double *moff = s->offsets[thread]; /* [G, B] */
+    for (int64_t g = 0; g < G; g++) {
+        const int64_t t = c->group_trans[g];
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *xb = x + b * V, *mb = missing ? missing + b * V : NULL;
+            double off = 0.0;
+            for (int64_t k = 0; k < K; k++) P[k] = 0.0;
+            for (int32_t i = c->var_start[g]; i < c->var_start[g + 1]; i++) {
+                const int64_t v = c->group_vars[i];
+                const int64_t at = v * C1 + (mb && mb[v] ? C : xb[v]);
+                const float *r = s->in_rel + at * K;
+                off += s->in_off[at];
+#pragma omp simd
+                for (int64_t k = 0; k < K; k++) P[k] += (double)r[k];
+            }
+            for (int32_t i = c->child_start[g]; i < c->child_start[g + 1]; i++) {
+                const int64_t ch = c->group_children[i];
+                const float *r = msg + (ch * B + b) * K;
+                off += moff[ch * B + b];
+#pragma omp simd
+                for (int64_t k = 0; k < K; k++) P[k] += (double)r[k];
+            }
+            double m = -INFINITY;
+            for (int64_t k = 0; k < K; k++) m = P[k] > m ? P[k] : m;
+            if (m == -INFINITY) off = -INFINITY; /* this sample has probability 0 */
+            const double shift = m == -INFINITY ? 0.0 : m;
+            for (int64_t k = 0; k < K; k++) d[k] = (float)(P[k] - shift);
+            for (int64_t k = 0; k < K; k++) e[k] = expf(d[k]);
+            if (t < 0) {
+                float acc = 0.0f;
+                for (int64_t k = 0; k < K; k++) acc += s->root_exp[k] * e[k];
+                double tail = acc > 0.0f ? log((double)acc)
+                                         : exact_output(c->root_logw, d, K);
+                logp[b] = off + shift + tail;
+                continue;
+            }
+            for (int64_t j = 0; j < K; j++) sum[j] = 0.0f;
+            const float *wt = s->w_t + t * K * K;
+            for (int64_t k = 0; k < K; k++) {
+                const float ek = e[k];
+                if (ek == 0.0f) continue;
+                const float *wk = wt + k * K;
+#pragma omp simd
+                for (int64_t j = 0; j < K; j++) sum[j] += wk[j] * ek;
+            }
+            float *out = msg + (g * B + b) * K;
+            for (int64_t j = 0; j < K; j++)
+                out[j] = sum[j] > 0.0f
+                             ? logf(sum[j])
+                             : (float)exact_output(c->trans_logw + (t * K + j) * K, d, K);
+            moff[g * B + b] = off + shift;
+        }
+    }
+}
+
+static pc_status fuse_evaluate(void *p, const uint8_t *x, const uint8_t *missing, int64_t n,
+                               double *logp) {
+    fuse_state *s = p;
+    pc_cpu_run_blocks(s, fuse_block, s->threads, s->block, s->c->num_vars, x, missing, n, logp);
+    return PC_OK;
+}
+
+static size_t fuse_peak(const void *p) {
+    (void)p;
+    return 0;
+}
+
+const pc_backend_ops pc_backend_cpu_fuse_ops = {fuse_create, fuse_evaluate, fuse_peak,
+                                                fuse_destroy};

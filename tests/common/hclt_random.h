@@ -1,0 +1,35 @@
+/* Random HCLT models and data for the engine's tests (hclt, eval, pcinfer).
+ *
+ * Trees: variable perm[0] is the root, every later variable hangs below a random earlier one,
+ * and a non-root variable shares its parent's latent with probability `share`. Parameters are
+ * random normalised log-distributions; with `zeros` set, about one entry in eight of each
+ * distribution is -inf (but never a whole row), so zero probabilities are exercised.
+ *
+ * The random stream is seeded from the clock (or PC_TEST_SEED) and the seed is printed once, so
+ * a failure can be replayed. */
+#ifndef PC_TEST_HCLT_RANDOM_H
+#define PC_TEST_HCLT_RANDOM_H
+
+#include <stdint.h>
+
+#include "pc/hclt.h"
+
+/* The program's seed (printed to stderr on first use). */
+uint64_t pc_hr_seed(void);
+/* Uniform integer in [lo, hi] and uniform double in [0, 1) from the program's stream. */
+int64_t pc_hr_int(int64_t lo, int64_t hi);
+double pc_hr_unit(void);
+
+/* A random valid model; aborts the program on allocation failure. */
+pc_hclt *pc_hr_model(int32_t V, int32_t C, int32_t K, double share, int zeros);
+
+/* n random samples [n, V] of values < C; with missing != NULL also a mask where about
+ * `missing_rate` of the entries are 1 (their values are then set to 255 to prove they are
+ * ignored). Both malloc'ed. */
+uint8_t *pc_hr_data(int64_t n, int32_t V, int32_t C, double missing_rate, uint8_t **missing);
+
+/* A fresh temporary directory (mkdtemp under TMPDIR or /tmp) and its removal with its files. */
+char *pc_hr_tempdir(void);
+void pc_hr_rmdir(char *dir);
+
+#endif

@@ -1,0 +1,276 @@
+/* Evaluators on the CPU: ref against the worked example and against exact enumeration,
+ * cpu-fuse and cpu against ref on random models and data with missing values, and the data
+ * checks in front of every backend. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hclt_random.h"
+#include "pc/circuit.h"
+#include "pc/eval.h"
+#include "pc/hclt.h"
+#include "pc/lse.h"
+
+/* Tolerances (nats). The worked example's table is FP64: ref must match it to 1e-12. A float32
+ * file stores each parameter with a relative error <= 6e-8 (values of size ~2): 1e-6 total. */
+#define TOL_REF 1e-12
+#define TOL_F32_FILE 1e-6
+/* Against ref, per sample, on random models of <= 120 variables: cpu-fuse holds every
+ * K-vector near 0 in FP32 (errors ~1e-7 per sum group; the largest seen over 12,000 samples
+ * was 1.8e-6), cpu's IntLSE steps err by up to ~1.4e-5 nats each, ~log2(K) + 1 steps per group
+ * (largest seen 6.4e-4). */
+#define TOL_FUSE 2e-5
+#define TOL_INT 5e-3
+
+static void poison(double *p, int64_t n) {
+    for (int64_t i = 0; i < n; i++) p[i] = NAN;
+}
+
+static pc_circuit *compile_or_fail(const pc_hclt *m) {
+    pc_circuit *c = NULL;
+    pc_status st = pc_circuit_compile(m, &c);
+    if (st != PC_OK) fail_msg("compile: %s", pc_last_error());
+    return c;
+}
+
+/* Scores n samples with one backend; fails the test on any error. logp is poisoned first. */
+static void score(const pc_circuit *c, pc_backend backend, int threads, const uint8_t *x,
+                  const uint8_t *missing, int64_t n, double *logp) {
+    pc_eval_opts opts = {backend, n > 0 ? n : 1, threads};
+    pc_evaluator *e = NULL;
+    if (pc_evaluator_create(c, &opts, &e) != PC_OK)
+        fail_msg("%s: create: %s", pc_backend_name(backend), pc_last_error());
+    poison(logp, n);
+    if (pc_evaluate(e, x, missing, n, logp) != PC_OK)
+        fail_msg("%s: evaluate: %s", pc_backend_name(backend), pc_last_error());
+    pc_evaluator_free(e);
+}
+
+static char *data_path(const char *name) {
+    const char *src = getenv("PC_SOURCE_DIR");
+    char *p = malloc(4096);
+    assert_non_null(p);
+    snprintf(p, 4096, "%s/tests/data/%s", src ? src : ".", name);
+    return p;
+}
+
+/* The worked example of HCLT_FORMAT.md, from the files another HDF5 writer produced. */
+static void check_tiny(const char *file, double tol_ref) {
+    char *path = data_path(file), *exp_path = data_path("tiny_expected.txt");
+    pc_hclt *m = NULL;
+    if (pc_hclt_load(path, &m) != PC_OK) fail_msg("%s", pc_last_error());
+    pc_circuit *c = compile_or_fail(m);
+    assert_int_equal(c->num_groups, 2);
+    FILE *f = fopen(exp_path, "r");
+    assert_non_null(f);
+    uint8_t x[8 * 3];
+    double want[8], got[8];
+    char line[256];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        int a, b, d;
+        double lp;
+        if (line[0] == '#') continue;
+        assert_int_equal(sscanf(line, "%d %d %d %lf", &a, &b, &d, &lp), 4);
+        assert_true(n < 8);
+        x[3 * n] = (uint8_t)a, x[3 * n + 1] = (uint8_t)b, x[3 * n + 2] = (uint8_t)d;
+        want[n++] = lp;
+    }
+    fclose(f);
+    assert_int_equal(n, 8);
+    const struct {
+        pc_backend backend;
+        double tol;
+    } cases[] = {{PC_BACKEND_REF, tol_ref}, {PC_BACKEND_CPU_FUSE, 1e-6}, {PC_BACKEND_CPU, 1e-3}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        score(c, cases[i].backend, 1, x, NULL, 8, got);
+        for (int s = 0; s < 8; s++)
+            if (!(fabs(got[s] - want[s]) <= cases[i].tol))
+                fail_msg("%s %s x=(%d,%d,%d): %.17g, expected %.17g", file,
+                         pc_backend_name(cases[i].backend), x[3 * s], x[3 * s + 1], x[3 * s + 2],
+                         got[s], want[s]);
+    }
+    pc_circuit_free(c);
+    pc_hclt_free(m);
+    free(path);
+    free(exp_path);
+}
+
+static void test_worked_example_f64(void **state) {
+    (void)state;
+    check_tiny("tiny_f64.h5", TOL_REF);
+}
+
+static void test_worked_example_f32_gzip(void **state) {
+    (void)state;
+    check_tiny("tiny_f32_gzip.h5", TOL_F32_FILE);
+}
+
+/* Every x of a small random model: the probabilities sum to 1, and marginalising one variable
+ * equals the sum over its values. */
+static void test_ref_sums_to_one(void **state) {
+    (void)state;
+    const int32_t Ks[] = {1, 2, 3, 5};
+    for (int rep = 0; rep < 24; rep++) {
+        const int32_t K = Ks[rep % 4], C = 2 + (int32_t)pc_hr_int(0, 1);
+        const int32_t V = (int32_t)pc_hr_int(1, C == 2 ? 8 : 5);
+        pc_hclt *m = pc_hr_model(V, C, K, 0.35, rep % 2);
+        if (rep % 3 == 2) {
+            /* Hard ranges: push one trans row and one input row to ~1e-300 differences, so the
+             * exp-once sums underflow and the exact fallback must carry them. */
+            m->input_logp[0] = -800.0;
+            double rest = log1p(-exp(-800.0));
+            for (int32_t cc = 1; cc < C; cc++) m->input_logp[cc] = rest - log((double)(C - 1));
+        }
+        pc_circuit *c = compile_or_fail(m);
+        int64_t n = 1;
+        for (int32_t v = 0; v < V; v++) n *= C;
+        uint8_t *x = malloc((size_t)(n * V));
+        uint8_t *mask = calloc((size_t)(n * V), 1);
+        double *lp = malloc((size_t)n * sizeof *lp), *lpm = malloc((size_t)n * sizeof *lpm);
+        assert_true(x && mask && lp && lpm);
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t v = 0, r = i; v < V; v++, r /= C) x[i * V + v] = (uint8_t)(r % C);
+        score(c, PC_BACKEND_REF, 1, x, NULL, n, lp);
+        double total = 0.0;
+        for (int64_t i = 0; i < n; i++) total += exp(lp[i]);
+        if (!(fabs(total - 1.0) <= TOL_REF))
+            fail_msg("V=%d C=%d K=%d: probabilities sum to %.17g", V, C, K, total);
+        /* Marginalise variable 0: sample i with x_0 missing = sum over x_0 of p(x). */
+        for (int64_t i = 0; i < n; i++) mask[i * V] = 1;
+        score(c, PC_BACKEND_REF, 2, x, mask, n, lpm);
+        for (int64_t i = 0; i < n; i += C) {
+            double sum = 0.0;
+            for (int32_t cc = 0; cc < C; cc++) sum += exp(lp[i + cc]);
+            if (!(fabs(exp(lpm[i]) - sum) <= TOL_REF))
+                fail_msg("V=%d C=%d K=%d: marginal %.17g vs sum %.17g", V, C, K, exp(lpm[i]), sum);
+        }
+        /* Everything missing: log p = 0. */
+        memset(mask, 1, (size_t)(n * V));
+        score(c, PC_BACKEND_REF, 1, x, mask, 1, lpm);
+        assert_true(fabs(lpm[0]) <= TOL_REF);
+        free(x), free(mask), free(lp), free(lpm);
+        pc_circuit_free(c);
+        pc_hclt_free(m);
+    }
+}
+
+/* cpu-fuse and cpu against ref, per sample, with missing values and zero probabilities. */
+static void test_backends_agree(void **state) {
+    (void)state;
+    const int32_t Ks[] = {1, 2, 3, 5, 16};
+    for (int rep = 0; rep < 15; rep++) {
+        const int32_t K = Ks[rep % 5], C = rep % 3 == 2 ? 256 : 2 + (int32_t)pc_hr_int(0, 1);
+        const int32_t V = (int32_t)pc_hr_int(1, 120);
+        const int64_t n = pc_hr_int(1, 150);
+        pc_hclt *m = pc_hr_model(V, C, K, pc_hr_unit() * 0.6, rep % 2);
+        pc_circuit *c = compile_or_fail(m);
+        uint8_t *missing = NULL;
+        uint8_t *x = pc_hr_data(n, V, C, rep % 4 == 0 ? 0.0 : 0.2, &missing);
+        double *ref = malloc((size_t)n * sizeof *ref), *got = malloc((size_t)n * sizeof *got);
+        assert_true(ref && got);
+        score(c, PC_BACKEND_REF, 1, x, missing, n, ref);
+        const struct {
+            pc_backend backend;
+            double tol;
+        } cases[] = {{PC_BACKEND_CPU_FUSE, TOL_FUSE}, {PC_BACKEND_CPU, TOL_INT}};
+        for (size_t b = 0; b < 2; b++)
+            for (int threads = 1; threads <= 2; threads++) {
+                score(c, cases[b].backend, threads, x, missing, n, got);
+                for (int64_t i = 0; i < n; i++) {
+                    int same_inf = isinf(ref[i]) && got[i] == ref[i];
+                    if (!same_inf && !(fabs(got[i] - ref[i]) <= cases[b].tol))
+                        fail_msg("%s, %d threads, V=%d C=%d K=%d, sample %lld: %.17g vs ref "
+                                 "%.17g",
+                                 pc_backend_name(cases[b].backend), threads, V, C, K,
+                                 (long long)i, got[i], ref[i]);
+                }
+            }
+        /* ref is deterministic across thread counts. */
+        score(c, PC_BACKEND_REF, 2, x, missing, n, got);
+        assert_memory_equal(got, ref, (size_t)n * sizeof *ref);
+        free(ref), free(got), free(x), free(missing);
+        pc_circuit_free(c);
+        pc_hclt_free(m);
+    }
+}
+
+static void test_bad_data(void **state) {
+    (void)state;
+    pc_hclt *m = pc_hr_model(7, 3, 2, 0.3, 0);
+    pc_circuit *c = compile_or_fail(m);
+    const pc_backend backends[] = {PC_BACKEND_REF, PC_BACKEND_CPU, PC_BACKEND_CPU_FUSE};
+    for (int b = 0; b < 3; b++) {
+        pc_eval_opts opts = {backends[b], 4, 1};
+        pc_evaluator *e = NULL;
+        assert_int_equal(pc_evaluator_create(c, &opts, &e), PC_OK);
+        uint8_t *missing = NULL;
+        uint8_t *x = pc_hr_data(4, 7, 3, 0.0, &missing);
+        double lp[4];
+        x[2 * 7 + 5] = 3; /* sample 2, variable 5: value 3 with C = 3 */
+        poison(lp, 4);
+        assert_int_equal(pc_evaluate(e, x, NULL, 4, lp), PC_ERR_DATA);
+        assert_non_null(strstr(pc_last_error(), "sample 2, variable 5"));
+        /* The same value under a missing mask is ignored. */
+        missing[2 * 7 + 5] = 1;
+        assert_int_equal(pc_evaluate(e, x, missing, 4, lp), PC_OK);
+        for (int i = 0; i < 4; i++) assert_true(lp[i] <= 0.0);
+        /* More samples than max_batch, and NULL pointers. */
+        assert_int_equal(pc_evaluate(e, x, NULL, 5, lp), PC_ERR_ARG);
+        assert_int_equal(pc_evaluate(e, NULL, NULL, 1, lp), PC_ERR_ARG);
+        assert_int_equal(pc_evaluate(e, x, NULL, 0, lp), PC_OK);
+        pc_evaluator_free(e);
+        free(x), free(missing);
+    }
+    pc_circuit_free(c);
+    pc_hclt_free(m);
+}
+
+static void test_backend_names(void **state) {
+    (void)state;
+    for (int b = PC_BACKEND_REF; b <= PC_BACKEND_GEMM; b++) {
+        pc_backend parsed;
+        assert_int_equal(pc_backend_parse(pc_backend_name((pc_backend)b), &parsed), PC_OK);
+        assert_int_equal(parsed, b);
+        assert_int_equal(pc_backend_is_gpu((pc_backend)b), b >= PC_BACKEND_FUSE);
+    }
+    pc_backend b;
+    assert_int_equal(pc_backend_parse("fast", &b), PC_ERR_ARG);
+    assert_non_null(strstr(pc_last_error(), "fast"));
+}
+
+/* A GPU backend on a machine or build without a GPU says so instead of running. */
+static void test_gpu_backend_without_gpu(void **state) {
+    (void)state;
+    if (pc_cuda_available()) skip();
+    pc_hclt *m = pc_hr_model(5, 2, 2, 0.0, 0);
+    pc_circuit *c = compile_or_fail(m);
+    pc_eval_opts opts = {PC_BACKEND_FUSE, 8, 1};
+    pc_evaluator *e = (pc_evaluator *)&opts; /* must be reset to NULL on failure */
+    pc_status st = pc_evaluator_create(c, &opts, &e);
+    assert_true(st == PC_ERR_UNSUPPORTED || st == PC_ERR_NO_DEVICE);
+    assert_null(e);
+    pc_circuit_free(c);
+    pc_hclt_free(m);
+}
+
+int main(void) {
+    pc_hr_seed();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_worked_example_f64),
+        cmocka_unit_test(test_worked_example_f32_gzip),
+        cmocka_unit_test(test_ref_sums_to_one),
+        cmocka_unit_test(test_backends_agree),
+        cmocka_unit_test(test_bad_data),
+        cmocka_unit_test(test_backend_names),
+        cmocka_unit_test(test_gpu_backend_without_gpu),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
