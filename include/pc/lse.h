@@ -19,6 +19,7 @@
  *   PC_BF16   bfloat16, stored as uint16_t
  *   PC_Q10_6  int16_t fixed point holding a BASE-2 logarithm with 6 fraction bits:
  *             x = q / 64 * ln 2 nats, range [-512, 512) in log2 units.
+ *             INT16_MIN stands for -inf (log 0); every other value is finite.
  *
  * Edge cases, identical in every kernel, input type and path:
  *   cols == 0 -> -inf; all -inf -> -inf; -inf elements contribute nothing; any NaN -> NaN;

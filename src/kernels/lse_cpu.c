@@ -1,0 +1,279 @@
+/* CPU entry points of lse.h: argument checks, the choice of instruction set, threads over rows,
+ * and the row drivers of fuse, int and the backward pass (the weighted form is in
+ * lse_cpu_weighted.c).
+ *
+ * fuse, one row of n values: chunks of PC_CPU_FUSE_CHUNK; per chunk the path returns its max m
+ * and s = sum exp(x - m) (a max pass, then an exp2 pass from L1); chunk pairs merge as
+ * (M, S) <- (max, S e^(M - max) + s e^(m - max)) with one scalar exp per chunk; one log per row.
+ * A chunk that reports NaN or +inf sends the row to the FP64 reference, which gives the NaN or
+ * +inf the contract asks for; the hot loop never tests for them.
+ *
+ * int, one row: the row max in float (NaN, +inf, and an all -inf row end here), then chunks of
+ * PC_CPU_INT_CHUNK are converted to Q16.16 of x - max and reduced by a balanced integer tree,
+ * then a tree over the chunk results; out = max + q ln2 / 2^16.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "kernels/lse_cpu.h"
+
+/* ---- instruction set --------------------------------------------------------------------- */
+
+pc_isa pc_cpu_best_isa(void) {
+    /* __builtin_cpu_supports also checks (xgetbv) that the OS saves the wide registers. */
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return PC_ISA_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))
+        return PC_ISA_AVX2;
+    return PC_ISA_SCALAR;
+}
+
+pc_status pc_lse_cpu_resolve(const pc_lse_cpu_opts *opts, const pc_lse_cpu_impl **impl,
+                             int *threads) {
+    pc_isa isa = opts ? opts->isa : PC_ISA_AUTO;
+    if (isa < PC_ISA_AUTO || isa > PC_ISA_AVX512)
+        return pc_fail(PC_ERR_ARG, "opts->isa = %d is not a pc_isa", (int)isa);
+    pc_isa best = pc_cpu_best_isa();
+    if (isa == PC_ISA_AUTO) isa = best;
+    if (isa > best)
+        return pc_fail(PC_ERR_UNSUPPORTED, "opts->isa = %s: this CPU supports at most %s",
+                       pc_isa_name(isa), pc_isa_name(best));
+    *impl = isa == PC_ISA_AVX512 ? &pc_lse_cpu_avx512
+            : isa == PC_ISA_AVX2 ? &pc_lse_cpu_avx2
+                                 : &pc_lse_cpu_scalar;
+    *threads = opts && opts->threads > 1 ? opts->threads : 1;
+    return PC_OK;
+}
+
+/* ---- the IntLSE table -------------------------------------------------------------------- */
+
+static int32_t int_table[PC_INT_TABLE_LEN];
+static uint32_t int_packed[PC_INT_PACKED_LEN];
+static pthread_once_t int_table_once = PTHREAD_ONCE_INIT;
+
+static void int_table_init(void) {
+    pc_int_table_fill(int_table);
+    for (int i = 0; i < PC_INT_PACKED_LEN; i++)
+        int_packed[i] = (uint32_t)int_table[i] |
+                        ((uint32_t)(int_table[i] - int_table[i + 1]) << PC_INT_PACK_BITS);
+}
+
+const int32_t *pc_lse_int_table(const uint32_t **packed) {
+    pthread_once(&int_table_once, int_table_init);
+    *packed = int_packed;
+    return int_table;
+}
+
+/* ---- threads ----------------------------------------------------------------------------- */
+
+pc_status pc_lse_cpu_for(int64_t count, int threads, size_t scratch_bytes, pc_lse_cpu_row_fn fn,
+                         const void *ctx) {
+    if (count <= 0) return PC_OK;
+    int64_t nt = threads < count ? threads : count;
+    int failed = 0;
+    if (nt <= 1) {
+        void *scratch = malloc(scratch_bytes ? scratch_bytes : 1);
+        if (!scratch) return pc_fail(PC_ERR_NOMEM, "LSE scratch of %zu bytes", scratch_bytes);
+        for (int64_t r = 0; r < count; r++) fn(ctx, r, scratch);
+        free(scratch);
+        return PC_OK;
+    }
+#pragma omp parallel num_threads((int)nt)
+    {
+        void *scratch = malloc(scratch_bytes ? scratch_bytes : 1);
+        if (!scratch) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < count; r++)
+            if (scratch) fn(ctx, r, scratch);
+        free(scratch);
+    }
+    if (failed) return pc_fail(PC_ERR_NOMEM, "LSE scratch of %zu bytes per thread", scratch_bytes);
+    return PC_OK;
+}
+
+/* ---- argument checks --------------------------------------------------------------------- */
+
+static pc_status check_shape(int64_t rows, int64_t cols, int64_t stride) {
+    if (rows < 0) return pc_fail(PC_ERR_ARG, "rows = %lld is negative", (long long)rows);
+    if (cols < 0) return pc_fail(PC_ERR_ARG, "cols = %lld is negative", (long long)cols);
+    if (stride < cols)
+        return pc_fail(PC_ERR_ARG, "stride = %lld is less than cols = %lld", (long long)stride,
+                       (long long)cols);
+    return PC_OK;
+}
+
+static pc_status check_kernel_dtype(pc_lse_kernel kernel, pc_dtype dtype) {
+    if (kernel < PC_LSE_REF || kernel > PC_LSE_INT)
+        return pc_fail(PC_ERR_ARG, "kernel = %d is not a pc_lse_kernel", (int)kernel);
+    if (dtype < PC_F32 || dtype > PC_Q10_6)
+        return pc_fail(PC_ERR_ARG, "dtype = %d is not a pc_dtype", (int)dtype);
+    if ((kernel == PC_LSE_FUSE && dtype == PC_Q10_6) ||
+        (kernel == PC_LSE_INT && (dtype == PC_F16 || dtype == PC_BF16)))
+        return pc_fail(PC_ERR_ARG, "kernel %s does not take dtype %s (fuse: f32, f16, bf16; int: "
+                       "f32, q10.6)", pc_lse_kernel_name(kernel), pc_dtype_name(dtype));
+    return PC_OK;
+}
+
+/* ---- row drivers ------------------------------------------------------------------------- */
+
+typedef struct rows_ctx {
+    const pc_lse_cpu_impl *impl;
+    pc_lse_kernel kernel;
+    pc_dtype dtype;
+    const char *x; /* row r starts at x + r * row_bytes */
+    size_t row_bytes;
+    int64_t cols;
+    float *out;
+    const int32_t *table;
+    const uint32_t *packed;
+} rows_ctx;
+
+static float fuse_row(const rows_ctx *c, const void *row, float *fbuf) {
+    float big_m = -INFINITY, big_s = 0.0f;
+    for (int64_t c0 = 0; c0 < c->cols; c0 += PC_CPU_FUSE_CHUNK) {
+        int64_t len = c->cols - c0 < PC_CPU_FUSE_CHUNK ? c->cols - c0 : PC_CPU_FUSE_CHUNK;
+        const float *p = (const float *)row + c0;
+        if (c->dtype != PC_F32) {
+            c->impl->widen(c->dtype, (const uint16_t *)row + c0, len, fbuf);
+            p = fbuf;
+        }
+        float m, s;
+        c->impl->fuse_chunk(p, len, &m, &s);
+        if (isnan(s) || m == INFINITY) return (float)pc_lse_ref_row(c->dtype, row, c->cols);
+        if (m == -INFINITY) continue;
+        if (m > big_m) {
+            big_s = big_s * expf(big_m - m) + s;
+            big_m = m;
+        } else {
+            big_s += s * expf(m - big_m);
+        }
+    }
+    return big_m == -INFINITY ? -INFINITY : big_m + logf(big_s);
+}
+
+/* Trees of PC_CPU_INT_CHUNK values from `convert`, then a tree of the chunk results. */
+static int32_t int_chunks(const rows_ctx *c, const void *row, float m, int32_t *ibuf,
+                          int32_t *res) {
+    int64_t nc = 0;
+    for (int64_t c0 = 0; c0 < c->cols; c0 += PC_CPU_INT_CHUNK) {
+        int64_t len = c->cols - c0 < PC_CPU_INT_CHUNK ? c->cols - c0 : PC_CPU_INT_CHUNK;
+        if (c->dtype == PC_F32) {
+            c->impl->quantize_f32((const float *)row + c0, len, m, ibuf);
+        } else {
+            /* q10.6: x - max in integers, 6 -> 16 fraction bits; -inf -> the floor. */
+            const int16_t *q = (const int16_t *)row + c0;
+            int32_t mq = (int32_t)m;
+            for (int64_t i = 0; i < len; i++)
+                ibuf[i] = q[i] == PC_Q10_6_NEG_INF ? PC_INT_FLOOR
+                                                   : (int32_t)((uint32_t)(q[i] - mq) << 10);
+        }
+        res[nc++] = c->impl->int_tree(ibuf, len, c->table, c->packed);
+    }
+    return nc == 1 ? res[0] : c->impl->int_tree(res, nc, c->table, c->packed);
+}
+
+static float int_row(const rows_ctx *c, const void *row, int32_t *ibuf, int32_t *res) {
+    if (c->dtype == PC_F32) {
+        float m;
+        int nan;
+        c->impl->max_f32((const float *)row, c->cols, &m, &nan);
+        if (nan) return NAN;
+        if (m == INFINITY || m == -INFINITY) return m; /* any +inf; empty or all -inf */
+        int32_t q = int_chunks(c, row, m, ibuf, res);
+        return (float)((double)m + (double)q * PC_INT_UNIT_NATS);
+    }
+    const int16_t *x = (const int16_t *)row;
+    int16_t mq = PC_Q10_6_NEG_INF;
+    for (int64_t i = 0; i < c->cols; i++) mq = x[i] > mq ? x[i] : mq;
+    if (mq == PC_Q10_6_NEG_INF) return -INFINITY;
+    int32_t q = int_chunks(c, row, (float)mq, ibuf, res);
+    return (float)(pc_q10_6_to_f64(mq) + (double)q * PC_INT_UNIT_NATS);
+}
+
+static void rows_one(const void *ctx, int64_t r, void *scratch) {
+    const rows_ctx *c = ctx;
+    const void *row = c->x + (size_t)r * c->row_bytes;
+    float *fbuf = scratch;
+    int32_t *ibuf = (int32_t *)(fbuf + PC_CPU_FUSE_CHUNK), *res = ibuf + PC_CPU_INT_CHUNK;
+    switch (c->kernel) {
+    case PC_LSE_REF: c->out[r] = (float)pc_lse_ref_row(c->dtype, row, c->cols); break;
+    case PC_LSE_FUSE: c->out[r] = fuse_row(c, row, fbuf); break;
+    case PC_LSE_INT: c->out[r] = int_row(c, row, ibuf, res); break;
+    }
+}
+
+pc_status pc_lse_rows(pc_lse_kernel kernel, pc_dtype dtype, const void *x, int64_t rows,
+                      int64_t cols, int64_t stride, float *out, const pc_lse_cpu_opts *opts) {
+    pc_status st = check_kernel_dtype(kernel, dtype);
+    if (st == PC_OK) st = check_shape(rows, cols, stride);
+    if (st != PC_OK) return st;
+    if (!x) return pc_fail(PC_ERR_ARG, "x is NULL");
+    if (!out) return pc_fail(PC_ERR_ARG, "out is NULL");
+    rows_ctx c = {.kernel = kernel, .dtype = dtype, .x = x, .cols = cols, .out = out,
+                  .row_bytes = (size_t)stride * pc_dtype_size(dtype)};
+    int threads;
+    if ((st = pc_lse_cpu_resolve(opts, &c.impl, &threads)) != PC_OK) return st;
+    c.table = pc_lse_int_table(&c.packed);
+    int64_t chunks = (cols + PC_CPU_INT_CHUNK - 1) / PC_CPU_INT_CHUNK;
+    size_t scratch = sizeof(float) * PC_CPU_FUSE_CHUNK +
+                     sizeof(int32_t) * (size_t)(PC_CPU_INT_CHUNK + chunks);
+    return pc_lse_cpu_for(rows, threads, scratch, rows_one, &c);
+}
+
+pc_status pc_lse_rows_ref(pc_dtype dtype, const void *x, int64_t rows, int64_t cols,
+                          int64_t stride, double *out) {
+    pc_status st = check_kernel_dtype(PC_LSE_REF, dtype);
+    if (st == PC_OK) st = check_shape(rows, cols, stride);
+    if (st != PC_OK) return st;
+    if (!x) return pc_fail(PC_ERR_ARG, "x is NULL");
+    if (!out) return pc_fail(PC_ERR_ARG, "out is NULL");
+    size_t row_bytes = (size_t)stride * pc_dtype_size(dtype);
+    for (int64_t r = 0; r < rows; r++)
+        out[r] = pc_lse_ref_row(dtype, (const char *)x + (size_t)r * row_bytes, cols);
+    return PC_OK;
+}
+
+/* ---- backward ---------------------------------------------------------------------------- */
+
+typedef struct backward_ctx {
+    const pc_lse_cpu_impl *impl;
+    const float *x, *lse;
+    int64_t cols, stride, grad_stride;
+    float *grad;
+} backward_ctx;
+
+static void backward_one(const void *ctx, int64_t r, void *scratch) {
+    (void)scratch;
+    const backward_ctx *c = ctx;
+    float l = c->lse[r], *g = c->grad + r * c->grad_stride;
+    if (isnan(l) || l == -INFINITY) {
+        for (int64_t i = 0; i < c->cols; i++) g[i] = NAN;
+        return;
+    }
+    c->impl->exp_shifted(c->x + r * c->stride, c->cols, l, g);
+}
+
+pc_status pc_lse_backward(const float *x, const float *lse, int64_t rows, int64_t cols,
+                          int64_t stride, float *grad, int64_t grad_stride,
+                          const pc_lse_cpu_opts *opts) {
+    pc_status st = check_shape(rows, cols, stride);
+    if (st != PC_OK) return st;
+    if (grad_stride < cols)
+        return pc_fail(PC_ERR_ARG, "grad_stride = %lld is less than cols = %lld",
+                       (long long)grad_stride, (long long)cols);
+    if (!x) return pc_fail(PC_ERR_ARG, "x is NULL");
+    if (!lse) return pc_fail(PC_ERR_ARG, "lse is NULL");
+    if (!grad) return pc_fail(PC_ERR_ARG, "grad is NULL");
+    backward_ctx c = {.x = x, .lse = lse, .cols = cols, .stride = stride,
+                      .grad_stride = grad_stride, .grad = grad};
+    int threads;
+    if ((st = pc_lse_cpu_resolve(opts, &c.impl, &threads)) != PC_OK) return st;
+    return pc_lse_cpu_for(rows, threads, 0, backward_one, &c);
+}

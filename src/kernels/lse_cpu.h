@@ -1,0 +1,144 @@
+/* Internal interface of the CPU log-sum-exp kernels.
+ *
+ * The drivers in lse_cpu.c (rows, backward) and lse_cpu_weighted.c own the algorithm: chunking,
+ * merging (max, sum) pairs, the IntLSE tree of chunk results, the edge cases, threads. Each
+ * instruction set supplies the same few primitives over short contiguous runs (one chunk), so
+ * the scalar, AVX2 and AVX-512 paths share every rule and differ only in arithmetic speed; the
+ * int primitives are bit-identical across paths.
+ */
+#ifndef PC_LSE_CPU_H
+#define PC_LSE_CPU_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/lse_int.h"
+#include "pc/lse.h"
+
+/* fuse works on runs of at most this many floats: 8 KB, so the second read of a run (the exp
+ * pass after the max pass) comes from L1 and DRAM is read once. */
+#define PC_CPU_FUSE_CHUNK 2048
+/* int combines this many values per balanced tree, then a tree over the chunk results; a power
+ * of two, so every chunk tree has the same shape and the whole is a balanced tree. */
+#define PC_CPU_INT_CHUNK 1024
+
+/* log2(e): fuse computes exp(x - m) as exp2((x - m) * log2(e)). */
+#define PC_LOG2E_F 1.4426950408889634f
+
+/* Degree-6 Taylor coefficients of 2^f = e^(f ln 2) on f in [-1/2, 1/2]: truncation error
+ * (ln2 / 2)^7 / 7! * 2^(1/2) = 1.7e-7 relative, about one float ulp. c0 = 1, so 2^0 = 1 exactly
+ * and the row maximum contributes exactly 1 to its chunk sum. */
+#define PC_EXP2_C1 0.6931471805599453f
+#define PC_EXP2_C2 0.2402265069591007f
+#define PC_EXP2_C3 0.05550410866482158f
+#define PC_EXP2_C4 0.009618129107628477f
+#define PC_EXP2_C5 0.0013333558146428443f
+#define PC_EXP2_C6 0.0001540353039338161f
+
+/* The correction table packed for one gather per lookup: bits 0..16 hold f0 = table[i]
+ * (at most 65536), bits 17..31 hold table[i] - table[i + 1] (at most 510). Decoding and
+ * interpolating gives exactly pc_int_correction(). */
+#define PC_INT_PACKED_LEN (PC_INT_TABLE_LEN - 1)
+#define PC_INT_PACK_BITS 17
+
+/* The primitives of one instruction set. n is at most one chunk unless said otherwise. */
+typedef struct pc_lse_cpu_impl {
+    /* m = max of x[0:n] ignoring NaN (-inf if none); s = sum of exp(x_i - m') with m' = m, or
+     * 0 when m = -inf. s is NaN when x holds a NaN or when m = +inf (the caller rescans). */
+    void (*fuse_chunk)(const float *x, int64_t n, float *m, float *s);
+    /* dst[0:n] = the f16 or bf16 values src[0:n] as floats (exact). */
+    void (*widen)(pc_dtype dtype, const uint16_t *src, int64_t n, float *dst);
+    /* Max of x[0:n] ignoring NaN (-inf if none); *has_nan set to 1 if x holds a NaN. Any n. */
+    void (*max_f32)(const float *x, int64_t n, float *m, int *has_nan);
+    /* q[i] = Q16.16 of x[i] - m, clamped at PC_INT_FLOOR (pc_int_from_shifted). */
+    void (*quantize_f32)(const float *x, int64_t n, float m, int32_t *q);
+    /* Balanced tree of pc_int_tree over buf[0:n] (n >= 1, destroys buf), same bits. */
+    int32_t (*int_tree)(int32_t *buf, int64_t n, const int32_t *table, const uint32_t *packed);
+    /* out[0:n] = exp(x[i] - shift) with IEEE semantics: -inf -> 0, NaN -> NaN, overflow -> inf.
+     * Any n. */
+    void (*exp_shifted)(const float *x, int64_t n, float shift, float *out);
+    /* sum a[i] * b[i] in float. Any n. */
+    float (*dot)(const float *a, const float *b, int64_t n);
+} pc_lse_cpu_impl;
+
+extern const pc_lse_cpu_impl pc_lse_cpu_scalar;
+extern const pc_lse_cpu_impl pc_lse_cpu_avx2;
+extern const pc_lse_cpu_impl pc_lse_cpu_avx512;
+
+/* FP64 reference of one output: LSE over x[0:n] of `dtype`; and of w[0:n] + x[0:n] (f32). */
+double pc_lse_ref_row(pc_dtype dtype, const void *x, int64_t n);
+double pc_lse_ref_weighted_one(const float *w, const float *x, int64_t n);
+
+/* Shared by the drivers (lse_cpu.c). */
+/* Checks opts (NULL = defaults) and picks the path: PC_ERR_ARG for an unknown isa,
+ * PC_ERR_UNSUPPORTED for one this CPU lacks. *threads >= 1. */
+pc_status pc_lse_cpu_resolve(const pc_lse_cpu_opts *opts, const pc_lse_cpu_impl **impl,
+                             int *threads);
+/* The IntLSE table (pc_int_table_fill) and its packed form, built once per process. */
+const int32_t *pc_lse_int_table(const uint32_t **packed);
+/* Runs fn(ctx, r, scratch) for r < count on `threads` OpenMP threads (static split), each
+ * thread with its own scratch_bytes of scratch. PC_ERR_NOMEM if scratch cannot be had. */
+typedef void (*pc_lse_cpu_row_fn)(const void *ctx, int64_t r, void *scratch);
+pc_status pc_lse_cpu_for(int64_t count, int threads, size_t scratch_bytes, pc_lse_cpu_row_fn fn,
+                         const void *ctx);
+
+/* ---- scalar helpers shared by the paths --------------------------------------------------- */
+
+static inline float pc_bits_to_f32(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint32_t pc_f32_to_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* IEEE half to float, exact, including subnormals, infinities and NaN. */
+static inline float pc_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
+    if (exp == 0x1f) return pc_bits_to_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        float v = (float)man * 0x1p-24f; /* subnormal: man * 2^-24, exact in float */
+        return sign ? -v : v;
+    }
+    return pc_bits_to_f32(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+static inline float pc_bf16_to_f32(uint16_t b) { return pc_bits_to_f32((uint32_t)b << 16); }
+
+/* q10.6 to nats. INT16_MIN stands for -inf (log 0). */
+#define PC_Q10_6_NEG_INF INT16_MIN
+static inline double pc_q10_6_to_f64(int16_t q) {
+    return q == PC_Q10_6_NEG_INF ? -INFINITY : (double)q / 64.0 * 0.6931471805599453;
+}
+
+/* 2^t for t in [-126, 0] (callers clamp; NaN excluded): round to nearest k, poly on f = t - k,
+ * scale by adding k to the exponent bits. The scalar twin of the SIMD exp2. */
+static inline float pc_exp2_poly(float t) {
+    const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+    float k = (t + magic) - magic;
+    float f = t - k;
+    float p = PC_EXP2_C6;
+    p = p * f + PC_EXP2_C5;
+    p = p * f + PC_EXP2_C4;
+    p = p * f + PC_EXP2_C3;
+    p = p * f + PC_EXP2_C2;
+    p = p * f + PC_EXP2_C1;
+    p = p * f + 1.0f;
+    return pc_bits_to_f32(pc_f32_to_bits(p) + ((uint32_t)(int32_t)k << 23));
+}
+
+/* The packed-table correction: the same integers as pc_int_correction(). */
+static inline int32_t pc_int_correction_packed(int32_t d, const uint32_t *packed) {
+    d = d < PC_INT_D_MAX ? d : PC_INT_D_MAX;
+    uint32_t p = packed[d >> PC_INT_TABLE_SHIFT];
+    int32_t f0 = (int32_t)(p & ((1u << PC_INT_PACK_BITS) - 1)), df = (int32_t)(p >> PC_INT_PACK_BITS);
+    int32_t t = d & ((1 << PC_INT_TABLE_SHIFT) - 1);
+    return f0 - ((df * t + (1 << (PC_INT_TABLE_SHIFT - 1))) >> PC_INT_TABLE_SHIFT);
+}
+
+#endif

@@ -1,0 +1,207 @@
+/* The AVX2 CPU path (8 float lanes; compiled with -mavx2 -mfma -mf16c, called only after
+ * pc_cpu_best_isa() reports it). Tails of fewer than 8 values run the scalar twins, which give
+ * the same results (int: the same bits).
+ *
+ * exp2: t clamped below at -126, k = round(t), f = t - k, degree-6 polynomial, then k is added
+ * to the exponent bits. Values under 2^-126 come out as tiny positive numbers instead of 0:
+ * harmless in a sum whose largest term is 1, so the forward pass uses it as is; exp_shifted
+ * (backward, weights) sends lanes outside [-126, 126] to expf instead. NaN passes through:
+ * max returns its second operand (t) when one is NaN, and NaN converts to INT32_MIN, whose
+ * shifted exponent bits are 0.
+ */
+#include <immintrin.h>
+
+#include "kernels/lse_cpu.h"
+
+#define W 8
+
+static inline __m256 exp2_v(__m256 t) {
+    t = _mm256_max_ps(_mm256_set1_ps(-126.0f), t);
+    __m256 k = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 f = _mm256_sub_ps(t, k);
+    __m256 p = _mm256_set1_ps(PC_EXP2_C6);
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(PC_EXP2_C5));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(PC_EXP2_C4));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(PC_EXP2_C3));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(PC_EXP2_C2));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(PC_EXP2_C1));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+    __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(k), 23);
+    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), e));
+}
+
+static inline __m256 exp_term(__m256 x, __m256 m) {
+    return exp2_v(_mm256_mul_ps(_mm256_sub_ps(x, m), _mm256_set1_ps(PC_LOG2E_F)));
+}
+
+static inline float hmax(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+static inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* A short tail copied into 8 lanes, padded with -inf (which adds nothing to a max or a sum). */
+static inline __m256 load_tail(const float *x, int64_t left) {
+    float buf[W];
+    for (int l = 0; l < W; l++) buf[l] = l < left ? x[l] : -INFINITY;
+    return _mm256_loadu_ps(buf);
+}
+
+static void fuse_chunk(const float *x, int64_t n, float *m_out, float *s_out) {
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
+    int64_t i = 0;
+    /* Max ignoring NaN: x is the first operand, so a NaN x leaves the accumulator. */
+    for (; i + 4 * W <= n; i += 4 * W) {
+        m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+        m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + W), m1);
+        m2 = _mm256_max_ps(_mm256_loadu_ps(x + i + 2 * W), m2);
+        m3 = _mm256_max_ps(_mm256_loadu_ps(x + i + 3 * W), m3);
+    }
+    for (; i + W <= n; i += W) m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+    if (i < n) m1 = _mm256_max_ps(load_tail(x + i, n - i), m1);
+    float m = hmax(_mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
+    *m_out = m;
+    if (m == INFINITY) {
+        *s_out = NAN;
+        return;
+    }
+    /* An all -inf chunk still runs the exp pass (shift 0) so that a NaN shows in s; its
+     * -inf lanes give about 2^-126 each, which the caller ignores with the chunk. */
+    const __m256 vm = _mm256_set1_ps(m == -INFINITY ? 0.0f : m);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (i = 0; i + 4 * W <= n; i += 4 * W) {
+        s0 = _mm256_add_ps(s0, exp_term(_mm256_loadu_ps(x + i), vm));
+        s1 = _mm256_add_ps(s1, exp_term(_mm256_loadu_ps(x + i + W), vm));
+        s2 = _mm256_add_ps(s2, exp_term(_mm256_loadu_ps(x + i + 2 * W), vm));
+        s3 = _mm256_add_ps(s3, exp_term(_mm256_loadu_ps(x + i + 3 * W), vm));
+    }
+    for (; i + W <= n; i += W) s0 = _mm256_add_ps(s0, exp_term(_mm256_loadu_ps(x + i), vm));
+    if (i < n) s1 = _mm256_add_ps(s1, exp_term(load_tail(x + i, n - i), vm));
+    float s = hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    *s_out = m == -INFINITY && !isnan(s) ? 0.0f : s;
+}
+
+static void widen(pc_dtype dtype, const uint16_t *src, int64_t n, float *dst) {
+    int64_t i = 0;
+    if (dtype == PC_F16) {
+        for (; i + W <= n; i += W)
+            _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+        for (; i < n; i++) dst[i] = pc_f16_to_f32(src[i]);
+    } else {
+        for (; i + W <= n; i += W) {
+            __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + i)));
+            _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+        }
+        for (; i < n; i++) dst[i] = pc_bf16_to_f32(src[i]);
+    }
+}
+
+static void max_f32(const float *x, int64_t n, float *m_out, int *has_nan) {
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 m0 = ninf, m1 = ninf, nan = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 2 * W <= n; i += 2 * W) {
+        __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + W);
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
+        m0 = _mm256_max_ps(a, m0);
+        m1 = _mm256_max_ps(b, m1);
+    }
+    for (; i < n; i += W) {
+        __m256 a = n - i < W ? load_tail(x + i, n - i) : _mm256_loadu_ps(x + i);
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+        m0 = _mm256_max_ps(a, m0);
+    }
+    *m_out = hmax(_mm256_max_ps(m0, m1));
+    *has_nan = _mm256_movemask_ps(nan) != 0;
+}
+
+static void quantize_f32(const float *x, int64_t n, float m, int32_t *q) {
+    const __m256 vm = _mm256_set1_ps(m), scale = _mm256_set1_ps((float)PC_INT_SCALE_F);
+    const __m256i floor = _mm256_set1_epi32(PC_INT_FLOOR);
+    int64_t i = 0;
+    for (; i + W <= n; i += W) {
+        __m256 d = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm), scale);
+        /* Out of range and -inf convert to INT32_MIN, which the max lifts to the floor. */
+        _mm256_storeu_si256((__m256i *)(q + i), _mm256_max_epi32(_mm256_cvtps_epi32(d), floor));
+    }
+    for (; i < n; i++) q[i] = pc_int_from_shifted(x[i] - m);
+}
+
+/* pc_int_lse2 on 8 lanes with one gather of the packed table. */
+static inline __m256i lse2_v(__m256i a, __m256i b, const uint32_t *packed) {
+    __m256i hi = _mm256_max_epi32(a, b), lo = _mm256_min_epi32(a, b);
+    __m256i d = _mm256_min_epi32(_mm256_sub_epi32(hi, lo), _mm256_set1_epi32(PC_INT_D_MAX));
+    __m256i p = _mm256_i32gather_epi32((const int *)packed,
+                                       _mm256_srli_epi32(d, PC_INT_TABLE_SHIFT), 4);
+    __m256i t = _mm256_and_si256(d, _mm256_set1_epi32((1 << PC_INT_TABLE_SHIFT) - 1));
+    __m256i f0 = _mm256_and_si256(p, _mm256_set1_epi32((1 << PC_INT_PACK_BITS) - 1));
+    __m256i df = _mm256_srli_epi32(p, PC_INT_PACK_BITS);
+    __m256i r = _mm256_add_epi32(_mm256_mullo_epi32(df, t),
+                                 _mm256_set1_epi32(1 << (PC_INT_TABLE_SHIFT - 1)));
+    return _mm256_add_epi32(hi, _mm256_sub_epi32(f0, _mm256_srai_epi32(r, PC_INT_TABLE_SHIFT)));
+}
+
+static int32_t int_tree(int32_t *buf, int64_t n, const int32_t *table, const uint32_t *packed) {
+    while (n > 1) {
+        int64_t half = n / 2, rest = n - half, i = 0;
+        /* Reads buf[i + rest] with i < half <= rest, never a slot this level writes. */
+        for (; i + W <= half; i += W) {
+            __m256i a = _mm256_loadu_si256((const __m256i *)(buf + i));
+            __m256i b = _mm256_loadu_si256((const __m256i *)(buf + i + rest));
+            _mm256_storeu_si256((__m256i *)(buf + i), lse2_v(a, b, packed));
+        }
+        for (; i < half; i++) buf[i] = pc_int_lse2(buf[i], buf[i + rest], table);
+        n = rest;
+    }
+    return buf[0];
+}
+
+static void exp_shifted(const float *x, int64_t n, float shift, float *out) {
+    const __m256 vs = _mm256_set1_ps(shift), l2e = _mm256_set1_ps(PC_LOG2E_F);
+    const __m256 lo = _mm256_set1_ps(-126.0f), hi = _mm256_set1_ps(126.0f);
+    int64_t i = 0;
+    for (; i + W <= n; i += W) {
+        __m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs), l2e);
+        _mm256_storeu_ps(out + i, exp2_v(t));
+        int outside = _mm256_movemask_ps(
+            _mm256_or_ps(_mm256_cmp_ps(t, lo, _CMP_LT_OQ), _mm256_cmp_ps(t, hi, _CMP_GT_OQ)));
+        for (int l = 0; outside; l++, outside >>= 1)
+            if (outside & 1) out[i + l] = expf(x[i + l] - shift);
+    }
+    for (; i < n; i++) out[i] = expf(x[i] - shift);
+}
+
+static float dot(const float *a, const float *b, int64_t n) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 4 * W <= n; i += 4 * W) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + W), _mm256_loadu_ps(b + i + W), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 2 * W), _mm256_loadu_ps(b + i + 2 * W), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 3 * W), _mm256_loadu_ps(b + i + 3 * W), s3);
+    }
+    for (; i + W <= n; i += W)
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    float s = hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+const pc_lse_cpu_impl pc_lse_cpu_avx2 = {
+    .fuse_chunk = fuse_chunk,
+    .widen = widen,
+    .max_f32 = max_f32,
+    .quantize_f32 = quantize_f32,
+    .int_tree = int_tree,
+    .exp_shifted = exp_shifted,
+    .dot = dot,
+};

@@ -1,0 +1,212 @@
+/* The AVX-512 CPU path (16 float lanes; compiled with -mavx512f/bw/vl/dq, called only after
+ * pc_cpu_best_isa() reports it). Tails use masks; lanes outside the row are -inf or zero.
+ *
+ * exp2: k = round(t), f = t - k in [-1/2, 1/2], degree-6 polynomial, then scalef(p, k), which
+ * underflows to 0 and overflows to inf exactly as IEEE does, so clamping t to [-160, 160] is
+ * the only range handling. NaN passes through every step (max/min return their second operand
+ * when one is NaN, and t is always the second).
+ */
+#include <immintrin.h>
+
+#include "kernels/lse_cpu.h"
+
+#define W 16
+
+static inline __mmask16 tail_mask(int64_t left) { return (__mmask16)((1u << left) - 1u); }
+
+static inline __m512 exp2_v(__m512 t) {
+    t = _mm512_max_ps(_mm512_set1_ps(-160.0f), t);
+    t = _mm512_min_ps(_mm512_set1_ps(160.0f), t);
+    __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 f = _mm512_sub_ps(t, k);
+    __m512 p = _mm512_set1_ps(PC_EXP2_C6);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C5));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C4));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C3));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C2));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C1));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, k);
+}
+
+/* The forward form: t <= 0 or NaN here, so only the lower clamp is needed. */
+static inline __m512 exp2_neg(__m512 t) {
+    t = _mm512_max_ps(_mm512_set1_ps(-160.0f), t);
+    __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 f = _mm512_sub_ps(t, k);
+    __m512 p = _mm512_set1_ps(PC_EXP2_C6);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C5));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C4));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C3));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C2));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C1));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, k);
+}
+
+static inline __m512 exp_term(__m512 x, __m512 m) {
+    return exp2_neg(_mm512_mul_ps(_mm512_sub_ps(x, m), _mm512_set1_ps(PC_LOG2E_F)));
+}
+
+/* Max ignoring NaN: x is the first operand, so a NaN x leaves the accumulator as it was. */
+static float max_pass(const float *x, int64_t n) {
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    __m512 m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
+    int64_t i = 0;
+    for (; i + 4 * W <= n; i += 4 * W) {
+        m0 = _mm512_max_ps(_mm512_loadu_ps(x + i), m0);
+        m1 = _mm512_max_ps(_mm512_loadu_ps(x + i + W), m1);
+        m2 = _mm512_max_ps(_mm512_loadu_ps(x + i + 2 * W), m2);
+        m3 = _mm512_max_ps(_mm512_loadu_ps(x + i + 3 * W), m3);
+    }
+    for (; i + W <= n; i += W) m0 = _mm512_max_ps(_mm512_loadu_ps(x + i), m0);
+    if (i < n) m1 = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, tail_mask(n - i), x + i), m1);
+    return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
+}
+
+static void fuse_chunk(const float *x, int64_t n, float *m_out, float *s_out) {
+    float m = max_pass(x, n);
+    *m_out = m;
+    if (m == INFINITY) {
+        *s_out = NAN;
+        return;
+    }
+    /* An all -inf chunk still runs the exp pass (with shift 0) so that a NaN shows in s. */
+    const __m512 vm = _mm512_set1_ps(m == -INFINITY ? 0.0f : m);
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 4 * W <= n; i += 4 * W) {
+        s0 = _mm512_add_ps(s0, exp_term(_mm512_loadu_ps(x + i), vm));
+        s1 = _mm512_add_ps(s1, exp_term(_mm512_loadu_ps(x + i + W), vm));
+        s2 = _mm512_add_ps(s2, exp_term(_mm512_loadu_ps(x + i + 2 * W), vm));
+        s3 = _mm512_add_ps(s3, exp_term(_mm512_loadu_ps(x + i + 3 * W), vm));
+    }
+    for (; i + W <= n; i += W) s0 = _mm512_add_ps(s0, exp_term(_mm512_loadu_ps(x + i), vm));
+    if (i < n)
+        s1 = _mm512_add_ps(s1, exp_term(_mm512_mask_loadu_ps(ninf, tail_mask(n - i), x + i), vm));
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+    *s_out = s; /* m = -inf: 0, or NaN when a NaN was summed */
+}
+
+static inline __m512 widen16(pc_dtype dtype, __m256i h) {
+    if (dtype == PC_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+static void widen(pc_dtype dtype, const uint16_t *src, int64_t n, float *dst) {
+    int64_t i = 0;
+    for (; i + W <= n; i += W)
+        _mm512_storeu_ps(dst + i, widen16(dtype, _mm256_loadu_si256((const __m256i *)(src + i))));
+    if (i < n) {
+        __mmask16 k = tail_mask(n - i);
+        _mm512_mask_storeu_ps(dst + i, k, widen16(dtype, _mm256_maskz_loadu_epi16(k, src + i)));
+    }
+}
+
+static void max_f32(const float *x, int64_t n, float *m_out, int *has_nan) {
+    __mmask16 nan = 0;
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    __m512 m0 = ninf, m1 = ninf;
+    int64_t i = 0;
+    for (; i + 2 * W <= n; i += 2 * W) {
+        __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + W);
+        nan |= _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q);
+        m0 = _mm512_max_ps(a, m0);
+        m1 = _mm512_max_ps(b, m1);
+    }
+    for (; i < n; i += W) {
+        __m512 a = _mm512_mask_loadu_ps(ninf, n - i < W ? tail_mask(n - i) : 0xffff, x + i);
+        nan |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+        m0 = _mm512_max_ps(a, m0);
+    }
+    *m_out = _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+    *has_nan = nan != 0;
+}
+
+static inline __m512i quantize16(__m512 x, __m512 m) {
+    __m512 q = _mm512_mul_ps(_mm512_sub_ps(x, m), _mm512_set1_ps((float)PC_INT_SCALE_F));
+    /* Out of range and -inf convert to INT32_MIN, which the max lifts to the floor. */
+    return _mm512_max_epi32(_mm512_cvtps_epi32(q), _mm512_set1_epi32(PC_INT_FLOOR));
+}
+
+static void quantize_f32(const float *x, int64_t n, float m, int32_t *q) {
+    const __m512 vm = _mm512_set1_ps(m);
+    int64_t i = 0;
+    for (; i + W <= n; i += W) _mm512_storeu_si512(q + i, quantize16(_mm512_loadu_ps(x + i), vm));
+    if (i < n) {
+        __mmask16 k = tail_mask(n - i);
+        _mm512_mask_storeu_epi32(q + i, k, quantize16(_mm512_maskz_loadu_ps(k, x + i), vm));
+    }
+}
+
+/* pc_int_lse2 on 16 lanes with one gather of the packed table. */
+static inline __m512i lse2_v(__m512i a, __m512i b, const uint32_t *packed) {
+    __m512i hi = _mm512_max_epi32(a, b), lo = _mm512_min_epi32(a, b);
+    __m512i d = _mm512_min_epi32(_mm512_sub_epi32(hi, lo), _mm512_set1_epi32(PC_INT_D_MAX));
+    __m512i p = _mm512_i32gather_epi32(_mm512_srli_epi32(d, PC_INT_TABLE_SHIFT), packed, 4);
+    __m512i t = _mm512_and_si512(d, _mm512_set1_epi32((1 << PC_INT_TABLE_SHIFT) - 1));
+    __m512i f0 = _mm512_and_si512(p, _mm512_set1_epi32((1 << PC_INT_PACK_BITS) - 1));
+    __m512i df = _mm512_srli_epi32(p, PC_INT_PACK_BITS);
+    __m512i r = _mm512_add_epi32(_mm512_mullo_epi32(df, t),
+                                 _mm512_set1_epi32(1 << (PC_INT_TABLE_SHIFT - 1)));
+    return _mm512_add_epi32(hi, _mm512_sub_epi32(f0, _mm512_srai_epi32(r, PC_INT_TABLE_SHIFT)));
+}
+
+static int32_t int_tree(int32_t *buf, int64_t n, const int32_t *table, const uint32_t *packed) {
+    (void)table;
+    while (n > 1) {
+        int64_t half = n / 2, rest = n - half, i = 0;
+        /* Reads buf[i + rest] with i < half <= rest, never a slot this level writes. */
+        for (; i + W <= half; i += W) {
+            __m512i a = _mm512_loadu_si512(buf + i), b = _mm512_loadu_si512(buf + i + rest);
+            _mm512_storeu_si512(buf + i, lse2_v(a, b, packed));
+        }
+        if (i < half) {
+            __mmask16 k = tail_mask(half - i);
+            __m512i a = _mm512_maskz_loadu_epi32(k, buf + i);
+            __m512i b = _mm512_maskz_loadu_epi32(k, buf + i + rest);
+            _mm512_mask_storeu_epi32(buf + i, k, lse2_v(a, b, packed));
+        }
+        n = rest;
+    }
+    return buf[0];
+}
+
+static void exp_shifted(const float *x, int64_t n, float shift, float *out) {
+    const __m512 vs = _mm512_set1_ps(shift), l2e = _mm512_set1_ps(PC_LOG2E_F);
+    int64_t i = 0;
+    for (; i + W <= n; i += W)
+        _mm512_storeu_ps(out + i, exp2_v(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vs), l2e)));
+    if (i < n) {
+        __mmask16 k = tail_mask(n - i);
+        __m512 t = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vs), l2e);
+        _mm512_mask_storeu_ps(out + i, k, exp2_v(t));
+    }
+}
+
+static float dot(const float *a, const float *b, int64_t n) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 4 * W <= n; i += 4 * W) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + W), _mm512_loadu_ps(b + i + W), s1);
+        s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 2 * W), _mm512_loadu_ps(b + i + 2 * W), s2);
+        s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 3 * W), _mm512_loadu_ps(b + i + 3 * W), s3);
+    }
+    for (; i < n; i += W) {
+        __mmask16 k = n - i < W ? tail_mask(n - i) : 0xffff;
+        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + i), _mm512_maskz_loadu_ps(k, b + i), s0);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
+const pc_lse_cpu_impl pc_lse_cpu_avx512 = {
+    .fuse_chunk = fuse_chunk,
+    .widen = widen,
+    .max_f32 = max_f32,
+    .quantize_f32 = quantize_f32,
+    .int_tree = int_tree,
+    .exp_shifted = exp_shifted,
+    .dot = dot,
+};
