@@ -1,0 +1,300 @@
+/* The GPU circuit engine shared by the fuse, int and gemm backends (internal).
+ *
+ * Message format. Every sum node group g (all groups but the root) sends its parent
+ *     msg_g(j) = off_g[b] + rel_g[b, j]
+ * with off_g in FP64 ([slots][chunk]) and rel_g in FP32 ([slots][chunk][K]). The product layer
+ * of a group is summed in FP64:
+ *     P_g(b, k) = O(b) + p(b, k),  O(b) = sum_c off_c[b],
+ *     p(b, k)   = sum_v input[v, x_bv, k] + sum_c rel_c[b, k],
+ * and the sum layer shifts by m(b) ~ max_k p(b, k) before going to FP32, so FP32 only holds
+ * numbers near 0 and the magnitudes (~ -700 nats for an MNIST image) stay in FP64:
+ *     msg_g(j) = (O(b) + m(b)) + log sum_k exp(w[j, k]) exp(p(b, k) - m(b)).
+ *
+ * Memory reuse. A message lives in a slot only until its parent has read it. Slots are assigned
+ * on the host in evaluation order; a slot given to group g after its previous occupant's parent
+ * q has read it records q in `wait`, so g (per batch tile) starts only after q is done with that
+ * tile. The persistent kernels honour this through counters; the layered (gemm) path honours it
+ * because q's layer precedes g's layer.
+ */
+#ifndef PC_LAYERS_CUDA_CIRCUIT_CUH
+#define PC_LAYERS_CUDA_CIRCUIT_CUH
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layers/backend.h"
+#include "pc/status.h"
+
+/* Checks a CUDA runtime call; on failure records which call failed and jumps to `fail`
+ * (the enclosing function must have `pc_status st` and a `fail:` label). */
+#define PC_GPU_CHECK(call)                                                                  \
+    do {                                                                                    \
+        cudaError_t pc_e_ = (call);                                                         \
+        if (pc_e_ != cudaSuccess) {                                                         \
+            st = pc_fail(pc_e_ == cudaErrorMemoryAllocation ? PC_ERR_DEVICE_MEMORY            \
+                                                            : PC_ERR_CUDA,                  \
+                         "%s failed: %s", #call, cudaGetErrorString(pc_e_));                \
+            goto fail;                                                                      \
+        }                                                                                   \
+    } while (0)
+
+#define PC_BLAS_CHECK(call)                                                                 \
+    do {                                                                                    \
+        cublasStatus_t pc_b_ = (call);                                                      \
+        if (pc_b_ != CUBLAS_STATUS_SUCCESS) {                                               \
+            st = pc_fail(pc_b_ == CUBLAS_STATUS_ALLOC_FAILED ? PC_ERR_DEVICE_MEMORY          \
+                                                             : PC_ERR_CUDA,                 \
+                         "%s failed: %s", #call, cublasGetStatusString(pc_b_));             \
+            goto fail;                                                                      \
+        }                                                                                   \
+    } while (0)
+
+/* One group as the kernels see it (evaluation order). */
+typedef struct pc_gpu_group {
+    int32_t var_begin, var_end;     /* into vars */
+    int32_t child_begin, child_end; /* into children / child_slot */
+    int32_t slot;                   /* slot of msg_g; -1 for the root */
+    int32_t wait;                   /* group that must finish a tile before g writes it, or -1 */
+} pc_gpu_group;
+
+/* Everything a kernel reads, by value (device pointers). */
+typedef struct pc_gpu_args {
+    const pc_gpu_group *groups; /* [G] */
+    const int32_t *vars;        /* [V] */
+    const int32_t *children;    /* [G - 1] child group ids */
+    const int32_t *child_slot;  /* [G - 1] their slots */
+    const float *input;         /* [V][C + 1][K]; row C is the marginal (missing value) */
+    const float *wexp;          /* [G][K][K] exp(trans_logw[t_g, j, k]) at [g][k][j] (fuse, gemm) */
+    const int32_t *wq;          /* [G][K][K] Q16.16 base-2 trans_logw at [g][k][j] (int) */
+    const int32_t *table;       /* [PC_INT_TABLE_LEN] IntLSE correction table (int) */
+    const double *root_logw;    /* [K] */
+    const uint8_t *x;           /* [n][V] */
+    const uint8_t *missing;     /* [n][V] or NULL */
+    double *off;                /* [slots][chunk] */
+    float *rel;                 /* [slots][chunk][K] */
+    double *logp;               /* [n] */
+    int32_t *done;              /* [G][tiles] finished j-tiles per (group, tile) */
+    int32_t *queue;             /* next work item of the persistent kernels */
+    int64_t chunk;              /* samples per slot row block */
+    int32_t n;                  /* samples in this forward */
+    int32_t V, C, K, G;
+    int32_t tiles, jtiles;      /* batch tiles of n, output tiles of K */
+} pc_gpu_args;
+
+typedef struct pc_gpu_state pc_gpu_state;
+
+/* What differs between the backends. */
+typedef struct pc_gpu_impl {
+    pc_backend backend;
+    /* Chooses tile sizes for K; returns PC_ERR_UNSUPPORTED (with a message) when K is too
+     * large for its shared-memory tiles. */
+    pc_status (*configure)(pc_gpu_state *s);
+    /* Uploads the backend's own parameter form. */
+    pc_status (*upload)(pc_gpu_state *s);
+    /* Queues one forward pass of a->n samples on `stream` (it is being captured as a graph). */
+    pc_status (*enqueue)(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream);
+    /* Device bytes the backend adds to the common buffers for `chunk` samples. */
+    size_t (*extra_bytes)(const pc_gpu_state *s, int64_t chunk);
+    pc_status (*alloc_extra)(pc_gpu_state *s);
+    void (*free_extra)(pc_gpu_state *s);
+} pc_gpu_impl;
+
+#define PC_GPU_GRAPHS 6
+
+typedef struct pc_gpu_graph {
+    int64_t n;
+    int buf, has_missing, used;
+    cudaGraphExec_t exec;
+} pc_gpu_graph;
+
+struct pc_gpu_state {
+    const pc_gpu_impl *impl;
+    const pc_circuit *circuit;
+    int32_t V, C, K, G, num_slots;
+    int64_t chunk;         /* samples per forward pass (internal batch) */
+    int32_t bm, bn;        /* batch-tile and output-tile sizes */
+    int32_t max_tiles;     /* tiles of a full chunk */
+    size_t smem;           /* dynamic shared memory of the main kernel */
+    int32_t grid;          /* persistent grid size */
+    int32_t sms;
+    /* host copies of the plan */
+    pc_gpu_group *h_groups;
+    /* device */
+    pc_gpu_group *d_groups;
+    int32_t *d_vars, *d_children, *d_child_slot;
+    float *d_input, *d_wexp;
+    int32_t *d_wq, *d_table;
+    double *d_root_logw;
+    double *d_off;
+    float *d_rel;
+    uint8_t *d_x[2], *d_missing[2];
+    double *d_logp[2];
+    int32_t *d_done; /* [G * max_tiles + 1]: the last entry is the work queue */
+    /* gemm scratch */
+    float *d_e, *d_y;
+    void *d_blas_ws;
+    cublasHandle_t blas;
+    int32_t gemm_cap; /* groups per batched SGEMM */
+    /* host staging (pinned) */
+    uint8_t *h_x[2], *h_missing[2];
+    double *h_logp[2];
+    cudaStream_t compute, copy;
+    cudaEvent_t ev_in[2], ev_out[2];
+    pc_gpu_graph graphs[PC_GPU_GRAPHS];
+    int graph_clock;
+    size_t bytes, peak_bytes;
+};
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Device allocation that keeps the byte count; fails with PC_ERR_DEVICE_MEMORY naming `what`. */
+pc_status pc_gpu_alloc(pc_gpu_state *s, void **ptr, size_t bytes, const char *what);
+void pc_gpu_release(pc_gpu_state *s, void *ptr, size_t bytes);
+
+/* The ops-table functions, given the backend's impl. */
+pc_status pc_gpu_create(const pc_gpu_impl *impl, const pc_circuit *circuit,
+                        const pc_eval_opts *opts, void **state);
+pc_status pc_gpu_evaluate(void *state, const uint8_t *x, const uint8_t *missing, int64_t n,
+                          double *logp);
+size_t pc_gpu_peak_bytes(const void *state);
+void pc_gpu_destroy(void *state);
+
+/* Fills args for a forward pass of n samples from buffer `buf`. */
+void pc_gpu_fill_args(const pc_gpu_state *s, int64_t n, int buf, int has_missing,
+                      pc_gpu_args *a);
+
+/* Uploads exp(trans_logw) transposed per group to s->d_wexp (fuse and gemm). */
+pc_status pc_gpu_upload_wexp(pc_gpu_state *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* ---- device helpers shared by the kernels --------------------------------------------------*/
+#ifdef __CUDACC__
+
+/* p(b, k) of group g without the children's offsets, in FP64 (see the top of this file). */
+static __device__ __forceinline__ double pc_gpu_p(const pc_gpu_args &a, const pc_gpu_group &g,
+                                                  int64_t b, int k) {
+    double p = 0.0;
+    const uint8_t *xb = a.x + b * a.V;
+    const uint8_t *mb = a.missing ? a.missing + b * a.V : NULL;
+    for (int i = g.var_begin; i < g.var_end; i++) {
+        int v = __ldg(a.vars + i);
+        int code = (mb && __ldg(mb + v)) ? a.C : __ldg(xb + v);
+        p += (double)__ldg(a.input + ((size_t)v * (a.C + 1) + code) * a.K + k);
+    }
+    /* Messages are written during this kernel by other blocks: read them through L2 (ld.cg),
+     * never from a possibly stale L1 line. */
+    for (int i = g.child_begin; i < g.child_end; i++) {
+        int slot = __ldg(a.child_slot + i);
+        p += (double)__ldcg(a.rel + ((size_t)slot * a.chunk + b) * a.K + k);
+    }
+    return p;
+}
+
+/* O(b) = sum of the children's offsets. */
+static __device__ __forceinline__ double pc_gpu_offset(const pc_gpu_args &a,
+                                                       const pc_gpu_group &g, int64_t b) {
+    double o = 0.0;
+    for (int i = g.child_begin; i < g.child_end; i++) {
+        int slot = __ldg(a.child_slot + i);
+        o += __ldcg(a.off + (size_t)slot * a.chunk + b);
+    }
+    return o;
+}
+
+/* Shared-memory layout of the first phase of every sum kernel, for a tile of bm samples:
+ * es[k * ld + b] (float, [K][ld]) and per-sample m (double) and O (double). */
+static __device__ __forceinline__ int pc_gpu_ld(int bm) { return bm + 4; }
+
+/* Phase A: for the bm samples from b0, computes O(b), m(b) = max_k p(b, k) (+ root_logw[k] at
+ * the root) and leaves es[k][b] = exp(p(b, k) + w_root - m(b)) (0 for samples past n), or with
+ * `shifted` the difference p(b, k) - m(b) itself (-inf past n). p is computed twice in FP64
+ * rather than kept, which keeps shared memory at 4 bytes per value. m(b) is the FP32-rounded
+ * maximum: any reference near the maximum works, since O + m is carried exactly in FP64.
+ * All threads of the block call it; it ends with a barrier. */
+static __device__ void pc_gpu_phase_a(const pc_gpu_args &a, const pc_gpu_group &g, int64_t b0,
+                                      int bm, bool root, bool shifted, float *es, double *m,
+                                      double *o) {
+    const int K = a.K, ld = pc_gpu_ld(bm);
+    const int count = bm * K;
+    for (int i = threadIdx.x; i < count; i += blockDim.x) {
+        int bl = i / K, k = i - bl * K;
+        int64_t b = b0 + bl;
+        float v = -INFINITY;
+        if (b < a.n) {
+            double p = pc_gpu_p(a, g, b, k);
+            if (root) p += __ldg(a.root_logw + k);
+            v = (float)p;
+        }
+        es[k * ld + bl] = v;
+    }
+    __syncthreads();
+    for (int bl = threadIdx.x; bl < bm; bl += blockDim.x) {
+        float mx = -INFINITY;
+        for (int k = 0; k < K; k++) mx = fmaxf(mx, es[k * ld + bl]);
+        m[bl] = (double)mx;
+        int64_t b = b0 + bl;
+        o[bl] = b < a.n ? pc_gpu_offset(a, g, b) : 0.0;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < count; i += blockDim.x) {
+        int bl = i / K, k = i - bl * K;
+        int64_t b = b0 + bl;
+        float e = shifted ? -INFINITY : 0.0f;
+        double mb = m[bl];
+        if (b < a.n && mb != -INFINITY) {
+            double p = pc_gpu_p(a, g, b, k);
+            if (root) p += __ldg(a.root_logw + k);
+            e = shifted ? (float)(p - mb) : __expf((float)(p - mb));
+        }
+        es[k * ld + bl] = e;
+    }
+    __syncthreads();
+}
+
+/* The root's output: log p(x_b) = O + m + log sum_k es[k][b], summed in FP64. */
+static __device__ void pc_gpu_root_out(const pc_gpu_args &a, int64_t b0, int bm, const float *es,
+                                       const double *m, const double *o) {
+    const int ld = pc_gpu_ld(bm);
+    for (int bl = threadIdx.x; bl < bm; bl += blockDim.x) {
+        int64_t b = b0 + bl;
+        if (b >= a.n) continue;
+        double sum = 0.0;
+        for (int k = 0; k < a.K; k++) sum += (double)es[k * ld + bl];
+        a.logp[b] = m[bl] == -INFINITY ? -INFINITY : o[bl] + m[bl] + log(sum);
+    }
+}
+
+/* log y for y in [0, ~K], accurate to FP32 rounding whatever --use_fast_math does to logf:
+ * y = f 2^e with f in [0.5, 1), log1pf(f - 1) has no fast intrinsic and f - 1 is exact. */
+static __device__ __forceinline__ float pc_gpu_log(float y) {
+    if (!(y > 0.0f)) return y == 0.0f ? -INFINITY : NAN;
+    int e;
+    float f = frexpf(y, &e);
+    return (float)((double)log1pf(f - 1.0f) + (double)e * 0.6931471805599453);
+}
+
+/* Persistent scheduling: thread 0 waits until every child of g (and g's slot predecessor's
+ * reader) has finished tile t, then makes their writes visible to this block. */
+static __device__ void pc_gpu_wait(const pc_gpu_args &a, const pc_gpu_group &g, int t,
+                                   int need) {
+    for (int i = g.child_begin; i < g.child_end; i++) {
+        const volatile int32_t *d = a.done + (size_t)__ldg(a.children + i) * a.tiles + t;
+        while (*d < need) __nanosleep(64);
+    }
+    if (g.wait >= 0) {
+        const volatile int32_t *d = a.done + (size_t)g.wait * a.tiles + t;
+        while (*d < need) __nanosleep(64);
+    }
+    __threadfence();
+}
+
+#endif /* __CUDACC__ */
+
+#endif

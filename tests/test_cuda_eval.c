@@ -1,0 +1,232 @@
+/* The GPU backends (fuse, int, gemm) against the CPU FP64 `ref` on random HCLTs of awkward
+ * shape: K = 1, 3, 17, 100, 200 (two output tiles); a chain of 300 variables (300 layers); a
+ * star; V = 1; C = 256; zero probabilities; missing values; batches that are not a multiple of
+ * any tile and batches streamed in several chunks. Outputs are poisoned before each run.
+ * Without a GPU (or without CUDA) creating a GPU evaluator must fail with PC_ERR_NO_DEVICE
+ * (PC_ERR_UNSUPPORTED), and the program then exits 77 (skipped). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hclt_random.h"
+#include "pc/circuit.h"
+#include "pc/eval.h"
+#include "pc/hclt.h"
+
+/* Largest |Delta| (nats) per sample against ref. fuse and gemm keep every K-vector near 0 in
+ * FP32 with FP64 offsets: ~1e-7 per sum group, here <= 300 groups in a row. int's Q16.16 steps
+ * err by up to ~1.4e-5 nats each, log2(K) + 1 steps per group. */
+#define TOL_EXACT 1e-4
+#define TOL_INT 1e-2
+
+static const pc_backend gpu_backends[] = {PC_BACKEND_FUSE, PC_BACKEND_INT, PC_BACKEND_GEMM};
+
+static void poison(double *p, int64_t n) {
+    for (int64_t i = 0; i < n; i++) p[i] = NAN;
+}
+
+/* Re-hangs a random model's variables as a chain (v below v - 1) or a star (all below 0),
+ * giving its T trans rows to a random subset of the non-root variables. */
+static void reshape(pc_hclt *m, int chain) {
+    const int32_t V = m->num_vars;
+    int32_t *order = malloc(sizeof(int32_t) * (size_t)V);
+    assert_non_null(order);
+    for (int32_t v = 0; v < V; v++) {
+        m->parent[v] = v == 0 ? -1 : chain ? v - 1 : 0;
+        m->trans_index[v] = -1;
+        order[v] = v;
+    }
+    for (int32_t i = V - 1; i > 1; i--) {
+        int32_t j = (int32_t)pc_hr_int(1, i), t = order[i];
+        order[i] = order[j], order[j] = t;
+    }
+    for (int32_t t = 0; t < m->num_trans; t++) m->trans_index[order[1 + t]] = t;
+    free(order);
+    assert_int_equal(pc_hclt_validate(m, "reshaped"), PC_OK);
+}
+
+static pc_status score(const pc_circuit *c, pc_backend backend, int64_t max_batch,
+                       const uint8_t *x, const uint8_t *missing, int64_t n, double *logp,
+                       size_t *peak) {
+    pc_eval_opts opts = {backend, max_batch, 0};
+    pc_evaluator *e = NULL;
+    pc_status st = pc_evaluator_create(c, &opts, &e);
+    if (st != PC_OK) return st;
+    poison(logp, n);
+    st = pc_evaluate(e, x, missing, n, logp);
+    if (peak) *peak = pc_evaluator_peak_device_bytes(e);
+    pc_evaluator_free(e);
+    return st;
+}
+
+/* Every GPU backend against ref on one model and one data set. */
+static void compare_all(const char *name, const pc_hclt *m, int64_t n, double missing_rate) {
+    pc_circuit *c = NULL;
+    if (pc_circuit_compile(m, &c) != PC_OK) fail_msg("%s: compile: %s", name, pc_last_error());
+    uint8_t *missing = NULL;
+    uint8_t *x = pc_hr_data(n, m->num_vars, m->num_cats, missing_rate,
+                            missing_rate > 0 ? &missing : NULL);
+    double *want = malloc(sizeof(double) * (size_t)n), *got = malloc(sizeof(double) * (size_t)n);
+    assert_true(x && want && got);
+    if (score(c, PC_BACKEND_REF, n, x, missing, n, want, NULL) != PC_OK)
+        fail_msg("%s: ref: %s", name, pc_last_error());
+    for (size_t bi = 0; bi < sizeof gpu_backends / sizeof gpu_backends[0]; bi++) {
+        const pc_backend be = gpu_backends[bi];
+        const double tol = be == PC_BACKEND_INT ? TOL_INT : TOL_EXACT;
+        size_t peak = 0;
+        if (score(c, be, n, x, missing, n, got, &peak) != PC_OK)
+            fail_msg("%s: %s: %s", name, pc_backend_name(be), pc_last_error());
+        assert_true(peak > 0);
+        double worst = 0.0, sum = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            if (isinf(want[i]) && want[i] < 0) {
+                if (!(isinf(got[i]) && got[i] < 0))
+                    fail_msg("%s: %s: sample %lld: ref -inf, got %.17g", name,
+                             pc_backend_name(be), (long long)i, got[i]);
+                continue;
+            }
+            const double d = fabs(got[i] - want[i]);
+            if (!(d <= tol))
+                fail_msg("%s: %s: sample %lld: got %.17g, ref %.17g (|Delta| %.3g > %.0e)", name,
+                         pc_backend_name(be), (long long)i, got[i], want[i], d, tol);
+            worst = d > worst ? d : worst, sum += d;
+        }
+        print_message("  %-28s %-5s n=%-6lld mean|D| %.2e  max|D| %.2e  peak %.1f MiB\n", name,
+                      pc_backend_name(be), (long long)n, sum / (double)n, worst,
+                      peak / 1048576.0);
+    }
+    free(x), free(missing), free(want), free(got);
+    pc_circuit_free(c);
+}
+
+typedef struct shape_case {
+    const char *name;
+    int32_t V, C, K;
+    double share;
+    int zeros, layout; /* layout: 0 random tree, 1 chain, 2 star */
+    int64_t n;
+    double missing;
+} shape_case;
+
+static void test_shapes(void **state) {
+    (void)state;
+    const shape_case cases[] = {
+        {"K=1 random tree", 50, 5, 1, 0.3, 0, 0, 300, 0.1},
+        {"K=3 random, zeros", 40, 2, 3, 0.5, 1, 0, 1000, 0.2},
+        {"K=17 random, zeros", 30, 7, 17, 0.3, 1, 0, 257, 0.1},
+        {"K=100 random", 20, 4, 100, 0.3, 0, 0, 129, 0.1},
+        {"K=200 (two j-tiles)", 12, 3, 200, 0.2, 0, 0, 65, 0.1},
+        {"chain V=300 K=16", 300, 3, 16, 0.1, 0, 1, 200, 0.05},
+        {"star V=60 K=8", 60, 4, 8, 0.5, 1, 2, 333, 0.1},
+        {"V=1 K=5", 1, 3, 5, 0.0, 0, 0, 7, 0.3},
+        {"C=256 K=32 random", 25, 256, 32, 0.3, 0, 0, 1, 0.0},
+        {"C=256 K=64 random", 25, 256, 64, 0.3, 1, 0, 500, 0.1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const shape_case *k = &cases[i];
+        pc_hclt *m = pc_hr_model(k->V, k->C, k->K, k->share, k->zeros);
+        if (k->layout && k->V > 1) reshape(m, k->layout == 1);
+        compare_all(k->name, m, k->n, k->missing);
+        pc_hclt_free(m);
+    }
+}
+
+/* n larger than the internal batch: several chunks through both staging buffers; then the same
+ * evaluator with a smaller n and without a mask (other graphs), then the first call again. */
+static void test_chunks_and_reuse(void **state) {
+    (void)state;
+    const int64_t n = 40000, small = 5;
+    pc_hclt *m = pc_hr_model(20, 3, 3, 0.3, 0);
+    pc_circuit *c = NULL;
+    assert_int_equal(pc_circuit_compile(m, &c), PC_OK);
+    uint8_t *missing = NULL;
+    uint8_t *x = pc_hr_data(n, 20, 3, 0.1, &missing);
+    double *want = malloc(sizeof(double) * n), *want_small = malloc(sizeof(double) * small);
+    double *got = malloc(sizeof(double) * n);
+    assert_true(x && want && want_small && got);
+    assert_int_equal(score(c, PC_BACKEND_REF, n, x, missing, n, want, NULL), PC_OK);
+    assert_int_equal(score(c, PC_BACKEND_REF, small, x, NULL, small, want_small, NULL), PC_OK);
+    for (size_t bi = 0; bi < sizeof gpu_backends / sizeof gpu_backends[0]; bi++) {
+        const pc_backend be = gpu_backends[bi];
+        const double tol = be == PC_BACKEND_INT ? TOL_INT : TOL_EXACT;
+        pc_eval_opts opts = {be, n, 0};
+        pc_evaluator *e = NULL;
+        if (pc_evaluator_create(c, &opts, &e) != PC_OK) fail_msg("%s", pc_last_error());
+        for (int round = 0; round < 2; round++) {
+            poison(got, n);
+            assert_int_equal(pc_evaluate(e, x, missing, n, got), PC_OK);
+            for (int64_t i = 0; i < n; i++)
+                if (!(fabs(got[i] - want[i]) <= tol))
+                    fail_msg("%s round %d: sample %lld: got %.17g, ref %.17g",
+                             pc_backend_name(be), round, (long long)i, got[i], want[i]);
+            poison(got, n);
+            assert_int_equal(pc_evaluate(e, x, NULL, small, got), PC_OK);
+            for (int64_t i = 0; i < small; i++) assert_true(fabs(got[i] - want_small[i]) <= tol);
+            assert_true(isnan(got[small])); /* nothing past n is written */
+        }
+        pc_evaluator_free(e);
+    }
+    free(x), free(missing), free(want), free(want_small), free(got);
+    pc_circuit_free(c);
+    pc_hclt_free(m);
+}
+
+/* A model whose input table alone (V x 257 x 512 floats = 158 GB) exceeds any GPU: create fails
+ * with PC_ERR_DEVICE_MEMORY and a message, before touching the parameters. */
+static void test_too_large(void **state) {
+    (void)state;
+    const int32_t V = 300000;
+    int32_t layer_start[2] = {0, 1}, parent = -1, trans = -1, zero_starts[2] = {0, 0};
+    int32_t var_start[2] = {0, V};
+    int32_t *vars = malloc(sizeof(int32_t) * V);
+    double root[512] = {0};
+    assert_non_null(vars);
+    for (int32_t v = 0; v < V; v++) vars[v] = v;
+    pc_circuit c = {V, 256, 512, 1, 1, layer_start, &parent, &trans, var_start, vars,
+                    zero_starts, NULL, root, NULL, NULL, 0};
+    for (size_t bi = 0; bi < sizeof gpu_backends / sizeof gpu_backends[0]; bi++) {
+        pc_eval_opts opts = {gpu_backends[bi], 64, 0};
+        pc_evaluator *e = NULL;
+        assert_int_equal(pc_evaluator_create(&c, &opts, &e), PC_ERR_DEVICE_MEMORY);
+        assert_null(e);
+        assert_non_null(strstr(pc_last_error(), "GPU memory"));
+    }
+    free(vars);
+}
+
+int main(void) {
+    /* Skip without a GPU, but only for the documented reason. */
+    {
+        pc_hclt *m = pc_hr_model(3, 2, 2, 0.0, 0);
+        pc_circuit *c = NULL;
+        pc_eval_opts opts = {PC_BACKEND_FUSE, 1, 0};
+        pc_evaluator *e = NULL;
+        if (pc_circuit_compile(m, &c) != PC_OK) return 1;
+        pc_status st = pc_evaluator_create(c, &opts, &e);
+        pc_evaluator_free(e);
+        pc_circuit_free(c);
+        pc_hclt_free(m);
+        if (st == PC_ERR_NO_DEVICE || st == PC_ERR_UNSUPPORTED) {
+            fprintf(stderr, "test_cuda_eval: skipped: %s\n", pc_last_error());
+            return 77;
+        }
+        if (st != PC_OK) {
+            fprintf(stderr, "test_cuda_eval: fuse create failed: %s\n", pc_last_error());
+            return 1;
+        }
+    }
+    fprintf(stderr, "seed %llu\n", (unsigned long long)pc_hr_seed());
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_chunks_and_reuse),
+        cmocka_unit_test(test_too_large),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
