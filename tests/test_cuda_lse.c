@@ -88,8 +88,10 @@ static uint16_t to_bf16(float f) {
     return (uint16_t)(u >> 16);
 }
 static double from_bf16(uint16_t b) { return bits_f32((uint32_t)b << 16); }
+/* NaN (only in row padding, which the kernels must not read) becomes the largest value. */
 static int16_t to_q10_6(double nats) {
     if (nats == -INFINITY) return INT16_MIN;
+    if (nats != nats) return INT16_MAX;
     double q = nearbyint(nats / 0.6931471805599453 * 64.0);
     return (int16_t)(q < -32767 ? -32767 : q > 32767 ? 32767 : q);
 }
