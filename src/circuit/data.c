@@ -64,6 +64,9 @@ static int64_t gz_read_all(gzFile f, uint8_t *buf, int64_t n) {
 static pc_status gz_problem(gzFile f, const char *path, const char *what) {
     int code = 0;
     const char *msg = gzerror(f, &code);
+    /* zlib's text starts with the path already: "path: incorrect data check". */
+    size_t n = strlen(path);
+    if (msg && strncmp(msg, path, n) == 0 && strncmp(msg + n, ": ", 2) == 0) msg += n + 2;
     return pc_fail(PC_ERR_DATA, "%s: %s (%s)", path, what,
                    code != Z_OK && msg && *msg ? msg : "unexpected end of file");
 }
@@ -127,14 +130,14 @@ fail:
  * byte also makes zlib check the gzip trailer's CRC and length). */
 static pc_status idx_payload(gzFile f, const char *path, uint8_t *buf, int64_t n) {
     int64_t got = gz_read_all(f, buf, n);
-    if (got < 0) return gz_problem(f, path, "corrupt data");
+    if (got < 0) return gz_problem(f, path, "corrupt gzip data");
     if (got < n)
         return pc_fail(PC_ERR_DATA, "%s: truncated: the header promises %lld bytes of data, the "
                                     "file holds %lld",
                        path, (long long)n, (long long)got);
     uint8_t extra;
     got = gz_read_all(f, &extra, 1);
-    if (got < 0) return gz_problem(f, path, "corrupt data");
+    if (got < 0) return gz_problem(f, path, "corrupt gzip data");
     if (got > 0)
         return pc_fail(PC_ERR_DATA, "%s: more data than the header's %lld bytes", path,
                        (long long)n);

@@ -1,0 +1,323 @@
+/* The pcinfer program end to end: results match the library, and every bad input gives a
+ * message on stderr, exit status 2 (usage) or 1 (anything else), never a signal, and no output
+ * file. Runs the built program from PC_BINARY_DIR (set by ctest); skipped without it. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <hdf5.h>
+#include <zlib.h>
+
+#include "hclt_random.h"
+#include "pc/circuit.h"
+#include "pc/eval.h"
+#include "pc/hclt.h"
+#include "pc/lse.h"
+
+#define V 12
+#define C 4
+#define K 3
+#define N 40
+
+static char *tmpdir, program[4096];
+static pc_hclt *model;
+static uint8_t *pixels;
+
+static const char *path_of(const char *name) {
+    static char p[64][4200];
+    static int next;
+    next = (next + 1) % 64;
+    snprintf(p[next], sizeof p[next], "%s/%s", tmpdir, name);
+    return p[next];
+}
+
+static void write_idx(const char *path, const uint8_t *values, uint32_t count, uint32_t rows,
+                      uint32_t cols, int gz) {
+    uint8_t head[16] = {0, 0, 8, 3};
+    uint32_t dims[3] = {count, rows, cols};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++) head[4 + 4 * i + j] = (uint8_t)(dims[i] >> (24 - 8 * j));
+    gzFile f = gzopen(path, gz ? "wb" : "wbT"); /* T: plain, no compression */
+    assert_non_null(f);
+    gzwrite(f, head, 16);
+    gzwrite(f, values, count * rows * cols);
+    assert_int_equal(gzclose(f), Z_OK);
+}
+
+static int setup(void **state) {
+    (void)state;
+    const char *bin = getenv("PC_BINARY_DIR");
+    if (!bin) return 0;
+    snprintf(program, sizeof program, "%s/pcinfer", bin);
+    if (access(program, X_OK) != 0) program[0] = '\0';
+    tmpdir = pc_hr_tempdir();
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    model = pc_hr_model(V, C, K, 0.3, 0);
+    assert_int_equal(pc_hclt_save(model, path_of("m.h5"), PC_HCLT_F64), PC_OK);
+    pixels = pc_hr_data(N, V, C, 0.0, NULL);
+    write_idx(path_of("d.gz"), pixels, N, 3, 4, 1);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    if (tmpdir) pc_hr_rmdir(tmpdir);
+    pc_hclt_free(model);
+    free(pixels);
+    return 0;
+}
+
+/* Runs pcinfer with the arguments (NULL-terminated); stdout and stderr go to files. Returns
+ * the exit status, or fails the test if the program died of a signal. */
+static int run(const char *arg0, ...) {
+    const char *argv[32];
+    int n = 0;
+    argv[n++] = program;
+    va_list ap;
+    va_start(ap, arg0);
+    for (const char *a = arg0; a && n < 31; a = va_arg(ap, const char *)) argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (!freopen(path_of("stdout.txt"), "w", stdout) ||
+            !freopen(path_of("stderr.txt"), "w", stderr))
+            _exit(126);
+        execv(program, (char *const *)argv);
+        _exit(127);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status)) fail_msg("pcinfer died of signal %d", WTERMSIG(status));
+    return WEXITSTATUS(status);
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    char *buf = calloc(1, 1 << 20);
+    assert_non_null(buf);
+    size_t got = fread(buf, 1, (1 << 20) - 1, f);
+    buf[got] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void expect_in(const char *file, const char *frag) {
+    char *text = slurp(path_of(file));
+    assert_non_null(text);
+    if (!strstr(text, frag)) fail_msg("%s lacks '%s':\n%s", file, frag, text);
+    free(text);
+}
+
+/* No output file, and no temporary one next to it. */
+static void expect_no_output(void) {
+    assert_int_equal(access(path_of("out.txt"), F_OK), -1);
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q '^out[.]txt'", tmpdir);
+    assert_int_not_equal(system(cmd), 0);
+}
+
+#define REQUIRE_PROGRAM()          \
+    do {                           \
+        if (!program[0]) skip();   \
+    } while (0)
+
+static void test_scores_match_library(void **state) {
+    (void)state;
+    REQUIRE_PROGRAM();
+    pc_circuit *c = NULL;
+    assert_int_equal(pc_circuit_compile(model, &c), PC_OK);
+    double want[N];
+    pc_eval_opts opts = {PC_BACKEND_REF, N, 1};
+    pc_evaluator *e = NULL;
+    assert_int_equal(pc_evaluator_create(c, &opts, &e), PC_OK);
+    assert_int_equal(pc_evaluate(e, pixels, NULL, N, want), PC_OK);
+    pc_evaluator_free(e);
+    pc_circuit_free(c);
+
+    assert_int_equal(run("--kernel", "ref", "--data", path_of("d.gz"), "--batch", "7",
+                         "--output", path_of("out.txt"), path_of("m.h5"), NULL),
+                     0);
+    expect_in("stdout.txt", "mean LL");
+    FILE *f = fopen(path_of("out.txt"), "r");
+    assert_non_null(f);
+    double mean = 0.0;
+    for (int i = 0; i < N; i++) {
+        double got;
+        assert_int_equal(fscanf(f, "%lf", &got), 1);
+        if (got != want[i]) fail_msg("line %d: %.17g, library %.17g", i + 1, got, want[i]);
+        mean += got / N;
+    }
+    double extra;
+    assert_int_equal(fscanf(f, "%lf", &extra), EOF);
+    fclose(f);
+    remove(path_of("out.txt"));
+
+    /* JSON, --limit and --compare. */
+    assert_int_equal(run("--kernel", "cpu-fuse", "--data", path_of("d.gz"), "--limit", "9",
+                         "--compare", "ref", "--json", "--threads", "2", path_of("m.h5"), NULL),
+                     0);
+    char *json = slurp(path_of("stdout.txt"));
+    assert_non_null(json);
+    assert_int_equal(json[0], '{');
+    assert_non_null(strstr(json, "\"images\": 9"));
+    assert_non_null(strstr(json, "\"kernel\": \"cpu-fuse\""));
+    const char *d = strstr(json, "\"mean_abs_delta_nats\": ");
+    assert_non_null(d);
+    double delta = strtod(d + strlen("\"mean_abs_delta_nats\": "), NULL);
+    assert_true(delta >= 0.0 && delta <= 1e-5);
+    free(json);
+
+    /* bits/dim = -mean LL / (V ln 2) over all N images. */
+    assert_int_equal(run("--kernel", "ref", "--data", path_of("d.gz"), "--json",
+                         path_of("m.h5"), NULL),
+                     0);
+    json = slurp(path_of("stdout.txt"));
+    const char *b = strstr(json, "\"bits_per_dim\": ");
+    assert_non_null(b);
+    double bpd = strtod(b + strlen("\"bits_per_dim\": "), NULL);
+    assert_true(fabs(bpd + mean / (V * log(2.0))) <= 1e-12);
+    free(json);
+}
+
+static void test_gpu_kernel_falls_back(void **state) {
+    (void)state;
+    REQUIRE_PROGRAM();
+    if (pc_cuda_available()) skip();
+    assert_int_equal(run("--kernel", "gemm", "--data", path_of("d.gz"), path_of("m.h5"), NULL), 0);
+    expect_in("stderr.txt", "no GPU");
+    expect_in("stdout.txt", "cpu");
+}
+
+static void test_usage_errors(void **state) {
+    (void)state;
+    REQUIRE_PROGRAM();
+    const char *m = path_of("m.h5"), *o = path_of("out.txt");
+    assert_int_equal(run("--frobnicate", m, NULL), 2);
+    expect_in("stderr.txt", "--frobnicate");
+    assert_int_equal(run("--output", o, NULL), 2);
+    expect_in("stderr.txt", "no model");
+    assert_int_equal(run("--limit", "abc", "--output", o, m, NULL), 2);
+    assert_int_equal(run("--limit", "0", "--output", o, m, NULL), 2);
+    assert_int_equal(run("--kernel", "fastest", "--output", o, m, NULL), 2);
+    expect_in("stderr.txt", "fastest");
+    assert_int_equal(run("--compare", "cpu", "--output", o, m, NULL), 2);
+    assert_int_equal(run("--output", o, m, "--batch", NULL), 2);
+    expect_no_output();
+}
+
+/* Writes a valid model, then overwrites one dataset in place. */
+static const char *broken_model(const char *name, const char *dataset, int is_int,
+                                void (*edit)(void *data)) {
+    const char *p = path_of(name);
+    assert_int_equal(pc_hclt_save(model, p, PC_HCLT_F64), PC_OK);
+    hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t ds = H5Dopen2(f, dataset, H5P_DEFAULT);
+    assert_true(f >= 0 && ds >= 0);
+    static char buf[V * K * C * 8];
+    hid_t type = is_int ? H5T_NATIVE_INT32 : H5T_NATIVE_DOUBLE;
+    assert_true(H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0);
+    edit(buf);
+    assert_true(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0);
+    H5Dclose(ds);
+    H5Fclose(f);
+    return p;
+}
+static void put_nan(void *d) { ((double *)d)[3] = NAN; }
+static void put_inf(void *d) { ((double *)d)[0] = INFINITY; }
+static void unnormalise(void *d) {
+    for (int c = 0; c < C; c++) ((double *)d)[C + c] += 0.5;
+}
+static void two_roots(void *d) {
+    int32_t *parent = d;
+    for (int v = 0; v < V; v++)
+        if (parent[v] >= 0) {
+            parent[v] = -1;
+            return;
+        }
+}
+
+static void test_bad_inputs(void **state) {
+    (void)state;
+    REQUIRE_PROGRAM();
+    const char *m = path_of("m.h5"), *o = path_of("out.txt");
+    const char *data = path_of("d.gz");
+    struct {
+        const char *model, *data, *frag;
+    } cases[] = {
+        {path_of("missing.h5"), data, "No such file"},
+        {data, data, "not an HDF5 file"},
+        {broken_model("nan.h5", "/params/input_logp", 0, put_nan), data, "is NaN"},
+        {broken_model("inf.h5", "/params/trans_logw", 0, put_inf), data, "is +inf"},
+        {broken_model("norm.h5", "/params/input_logp", 0, unnormalise), data, "not 1"},
+        {broken_model("roots.h5", "/structure/parent", 1, two_roots), data, "root"},
+        {m, path_of("missing.gz"), "No such file"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(run("--data", cases[i].data, "--output", o, cases[i].model, NULL), 1);
+        expect_in("stderr.txt", cases[i].frag);
+        expect_no_output();
+    }
+
+    /* Damaged data: truncated and corrupt gzip, wrong width, a value >= C. */
+    size_t len;
+    FILE *f = fopen(data, "rb");
+    assert_non_null(f);
+    static uint8_t gz[1 << 16];
+    len = fread(gz, 1, sizeof gz, f);
+    fclose(f);
+    f = fopen(path_of("cut.gz"), "wb");
+    fwrite(gz, 1, len - 12, f);
+    fclose(f);
+    assert_int_equal(run("--data", path_of("cut.gz"), "--output", o, m, NULL), 1);
+    expect_in("stderr.txt", "cut.gz");
+    expect_no_output();
+    gz[len / 2] ^= 0x5a;
+    gz[len / 2 + 1] ^= 0xa5;
+    f = fopen(path_of("bad.gz"), "wb");
+    fwrite(gz, 1, len, f);
+    fclose(f);
+    assert_int_equal(run("--data", path_of("bad.gz"), "--output", o, m, NULL), 1);
+    expect_in("stderr.txt", "bad.gz");
+    expect_no_output();
+
+    write_idx(path_of("wide.idx"), pixels, N / 2, 4, 6, 0); /* width 24 != V = 12 */
+    assert_int_equal(run("--data", path_of("wide.idx"), "--output", o, m, NULL), 1);
+    expect_in("stderr.txt", "num_vars = 12");
+    expect_no_output();
+
+    uint8_t *big = malloc(N * V);
+    assert_non_null(big);
+    memcpy(big, pixels, N * V);
+    big[5 * V + 7] = C; /* sample 5, variable 7 */
+    write_idx(path_of("big.idx"), big, N, 3, 4, 0);
+    free(big);
+    assert_int_equal(run("--data", path_of("big.idx"), "--output", o, m, NULL), 1);
+    expect_in("stderr.txt", "sample 5, variable 7");
+    expect_no_output();
+
+    /* An output path that cannot be written. */
+    assert_int_equal(run("--data", data, "--output", path_of("no/dir/out.txt"), m, NULL), 1);
+    expect_in("stderr.txt", "no/dir/out.txt");
+}
+
+int main(void) {
+    pc_hr_seed();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scores_match_library),
+        cmocka_unit_test(test_gpu_kernel_falls_back),
+        cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_bad_inputs),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
