@@ -134,6 +134,7 @@ struct pc_gpu_state {
     int32_t *d_done; /* [G * max_tiles + 1]: the last entry is the work queue */
     /* gemm scratch */
     float *d_e, *d_y;
+    double *d_mo;
     void *d_blas_ws;
     cublasHandle_t blas;
     int32_t gemm_cap; /* groups per batched SGEMM */

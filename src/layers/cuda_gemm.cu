@@ -105,8 +105,8 @@ static pc_status gemm_alloc_extra(pc_gpu_state *s) {
     pc_status st = PC_OK;
     const size_t cap = (size_t)(s->gemm_cap = gemm_cap_for(s, s->chunk));
     const size_t rows = cap * (size_t)s->chunk;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_e, rows * s->K * 4 + rows * 8, "E and max scratch")))
-        return st;
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_e, rows * s->K * 4, "E scratch"))) return st;
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_mo, rows * 8, "offset scratch"))) return st;
     if ((st = pc_gpu_alloc(s, (void **)&s->d_y, rows * s->K * 4, "SGEMM output"))) return st;
     if ((st = pc_gpu_alloc(s, &s->d_blas_ws, GEMM_BLAS_WS, "cuBLAS workspace"))) return st;
     PC_BLAS_CHECK(cublasCreate(&s->blas));
@@ -119,8 +119,8 @@ fail:
 static void gemm_free_extra(pc_gpu_state *s) {
     if (s->blas) cublasDestroy(s->blas);
     s->blas = NULL;
-    cudaFree(s->d_e), cudaFree(s->d_y), cudaFree(s->d_blas_ws);
-    s->d_e = s->d_y = NULL, s->d_blas_ws = NULL;
+    cudaFree(s->d_e), cudaFree(s->d_y), cudaFree(s->d_mo), cudaFree(s->d_blas_ws);
+    s->d_e = s->d_y = NULL, s->d_mo = NULL, s->d_blas_ws = NULL;
 }
 
 static pc_status gemm_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {
@@ -130,7 +130,7 @@ static pc_status gemm_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_
     const float one = 1.0f, zero = 0.0f;
     const dim3 block(GEMM_THREADS);
     const unsigned tiles = (unsigned)a->tiles;
-    double *mo = reinterpret_cast<double *>(s->d_e + (size_t)s->gemm_cap * s->chunk * K);
+    double *mo = s->d_mo;
     PC_BLAS_CHECK(cublasSetStream(s->blas, stream));
     for (int32_t l = 0; l < c->num_layers; l++) {
         const int32_t lb = c->layer_start[l];
