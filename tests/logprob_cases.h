@@ -94,11 +94,26 @@ static void lp_plant(pc_dtype dtype, void *x, int64_t vocab, int64_t stride, int
     expect[5] = NAN;
 }
 
-/* 1 when got matches the FP64 reference (NaN and infinities exactly, else within tolerance). */
-static int lp_close(float got, double ref) {
+/* 1 when got matches the FP64 reference (NaN and infinities exactly, else within tolerance
+ * LP_TOL_ABS + LP_TOL_REL * scale: scale is |ref| for paths that subtract before rounding,
+ * |ref| + |LSE| for those that subtract from an LSE rounded to float). */
+static int lp_close(float got, double ref, double scale) {
     if (isnan(ref)) return isnan(got);
     if (isinf(ref)) return got == (float)ref;
-    return fabs((double)got - ref) <= LP_TOL_ABS + LP_TOL_REL * fabs(ref);
+    return fabs((double)got - ref) <= LP_TOL_ABS + LP_TOL_REL * scale;
+}
+
+/* The row's FP64 LSE, recovered from its reference log-probability: LSE = x_t - logprob. */
+static inline double lp_lse_of(pc_dtype dtype, const void *x, int64_t stride, int64_t r, int64_t t, double ref) {
+    double xt;
+    if (dtype == PC_F32) xt = ((const float *)x)[r * stride + t];
+    else {
+        uint32_t bits = (uint32_t)((const uint16_t *)x)[r * stride + t] << 16;
+        float f;
+        memcpy(&f, &bits, sizeof f);
+        xt = f;
+    }
+    return xt - ref;
 }
 
 #endif

@@ -1,5 +1,6 @@
-/* Token log-probabilities on the CPU (pc/logprob.h): fuse against the FP64 reference on random
- * rows of odd sizes and strides, the special cases, threads, and argument errors. */
+/* Token log-probabilities on the CPU (pc/logprob.h): fuse, int and ref against the FP64
+ * reference on random rows of odd sizes and strides, the special cases, threads, and argument
+ * errors. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,10 @@
 #include "logprob_cases.h"
 
 static const int64_t vocabs[] = {1, 2, 7, 255, 256, 257, 1000, 4099, 32000, 50257};
+
+/* IntLSE: Q16.16 with an interpolated table, a tree of log2(N) pairwise steps of <= 1.4e-5 nats
+ * each (src/kernels/lse_int.h): 16 levels at N = 50257, plus the conversions. */
+#define LP_TOL_INT_ABS 4e-4
 
 /* Runs kernel on rows of one vocabulary and compares each row with pc_logprob_rows_ref. */
 static void check_against_ref(pc_lse_kernel kernel, pc_dtype dtype, int64_t vocab, int threads) {
@@ -31,7 +36,12 @@ static void check_against_ref(pc_lse_kernel kernel, pc_dtype dtype, int64_t voca
     for (int64_t r = 0; r < rows; r++) {
         if (vocab >= 4 && r < LP_SPECIAL && !(isnan(expect[r]) ? isnan(ref[r]) : ref[r] == expect[r]))
             fail_msg("ref: special row %lld gives %g, expected %g", (long long)r, ref[r], expect[r]);
-        if (!lp_close(out[r], ref[r]))
+        double scale = fabs(ref[r]), lse = lp_lse_of(dtype, x, stride, r, targets[r], ref[r]);
+        if (kernel != PC_LSE_REF) scale += fabs(lse); /* subtracted from an LSE rounded to float */
+        int ok = kernel == PC_LSE_INT && isfinite(ref[r])
+                     ? fabs((double)out[r] - ref[r]) <= LP_TOL_INT_ABS + LP_TOL_REL * scale
+                     : lp_close(out[r], ref[r], scale);
+        if (!ok)
             fail_msg("%s %s vocab %lld stride %lld row %lld: got %.9g, ref %.12g",
                      pc_lse_kernel_name(kernel), pc_dtype_name(dtype), (long long)vocab,
                      (long long)stride, (long long)r, out[r], ref[r]);
@@ -45,6 +55,8 @@ static void test_fuse_matches_ref(void **state) {
         check_against_ref(PC_LSE_FUSE, PC_F32, vocabs[v], 1);
         check_against_ref(PC_LSE_FUSE, PC_BF16, vocabs[v], 1);
         check_against_ref(PC_LSE_REF, PC_F32, vocabs[v], 1);
+        check_against_ref(PC_LSE_REF, PC_BF16, vocabs[v], 1);
+        check_against_ref(PC_LSE_INT, PC_F32, vocabs[v], 1);
     }
 }
 
@@ -54,16 +66,23 @@ static void test_threads(void **state) {
     check_against_ref(PC_LSE_REF, PC_BF16, 1000, 3);
 }
 
-/* Logits at +-FLT_MAX: the max shift keeps everything finite. Row: {MAX, MAX, -MAX, 0}. */
+/* Logits at +-FLT_MAX never overflow. Row {MAX, MAX, -MAX, 0}: the exact answer at a MAX
+ * target is -ln 2, but every CPU path subtracts from an LSE that rounds to MAX (even in FP64:
+ * an ulp of MAX is 2^75), an error of half an ulp of |LSE| as documented; so [-ln 2, 0]. */
 static void test_huge_logits(void **state) {
     (void)state;
-    float x[4] = {FLT_MAX, FLT_MAX, -FLT_MAX, 0.0f}, out[2] = {LP_POISON, LP_POISON};
+    float x[8] = {FLT_MAX, FLT_MAX, -FLT_MAX, 0.0f, FLT_MAX, FLT_MAX, -FLT_MAX, 0.0f};
     int64_t t[2] = {1, 2};
-    float rows2[8];
-    memcpy(rows2, x, sizeof x), memcpy(rows2 + 4, x, sizeof x);
-    assert_int_equal(pc_logprob_rows(PC_LSE_FUSE, PC_F32, rows2, 2, 4, 4, t, out, NULL), PC_OK);
-    assert_float_equal(out[0], -0.69314718f, 1e-6);
-    assert_true(out[1] == -INFINITY); /* exp(-MAX - MAX) is 0: the token has probability 0 */
+    double ref[2];
+    assert_int_equal(pc_logprob_rows_ref(PC_F32, x, 2, 4, 4, t, ref), PC_OK);
+    assert_true(ref[0] >= -0.6931472 && ref[0] <= 0.0);
+    assert_true(ref[1] < -6e38);
+    for (int k = PC_LSE_REF; k <= PC_LSE_INT; k++) {
+        float out[2] = {LP_POISON, LP_POISON};
+        assert_int_equal(pc_logprob_rows((pc_lse_kernel)k, PC_F32, x, 2, 4, 4, t, out, NULL), PC_OK);
+        assert_true(out[0] >= -0.6931472f && out[0] <= 0.0f);
+        assert_true(out[1] == -INFINITY); /* -MAX - MAX: the token has probability 0 */
+    }
     /* vocab 1: probability 1, whatever the logit. */
     float one = -3.0e38f, lp = LP_POISON;
     int64_t t0 = 0;
@@ -91,7 +110,8 @@ static void test_argument_errors(void **state) {
     assert_int_equal(pc_logprob_rows(PC_LSE_FUSE, PC_F32, x, 3, 5, 4, t, out, NULL), PC_ERR_ARG);
     assert_non_null(strstr(pc_last_error(), "stride"));
     assert_int_equal(pc_logprob_rows(PC_LSE_FUSE, PC_F16, x, 3, 3, 4, t, out, NULL), PC_ERR_ARG);
-    assert_int_equal(pc_logprob_rows(PC_LSE_INT, PC_F32, x, 3, 3, 4, t, out, NULL), PC_ERR_ARG);
+    assert_int_equal(pc_logprob_rows(PC_LSE_INT, PC_BF16, x, 3, 3, 4, t, out, NULL), PC_ERR_ARG);
+    assert_int_equal(pc_logprob_rows((pc_lse_kernel)7, PC_F32, x, 3, 3, 4, t, out, NULL), PC_ERR_ARG);
     assert_int_equal(pc_logprob_rows(PC_LSE_FUSE, PC_Q10_6, x, 3, 3, 4, t, out, NULL), PC_ERR_ARG);
     for (int r = 0; r < 3; r++) assert_true(out[r] == LP_POISON && dout[r] == 1.5);
     /* rows == 0 is a valid empty call, even with NULL buffers */

@@ -44,9 +44,13 @@ extern "C" {
  * bad row. Host pointer. */
 pc_status pc_logprob_check_targets(const int64_t *targets, int64_t rows, int64_t vocab);
 
-/* CPU, synchronous, host pointers. kernel: PC_LSE_REF (FP64 arithmetic, result rounded to
- * float) or PC_LSE_FUSE (FP32, one pass, online max and sum). opts as in pc_lse_rows (NULL:
- * one thread); threads > 1 splits rows across OpenMP threads. */
+/* CPU, synchronous, host pointers. The row LSE comes from pc_lse_rows with `kernel` (one pass
+ * over the logits; pairs as there: ref with f32 or bf16, fuse with f32 or bf16, int with f32),
+ * then the target logit is picked and the LSE subtracted. fuse and int subtract from the LSE
+ * rounded to float, so their error is the LSE kernel's plus half an ulp of |LSE| (1e-6 for
+ * logits of size ~30; a large common offset costs more: use ref, which subtracts in FP64, or
+ * the GPU path, which subtracts the row max before rounding). opts as in pc_lse_rows (NULL:
+ * one thread, best isa). */
 pc_status pc_logprob_rows(pc_lse_kernel kernel, pc_dtype dtype, const void *logits, int64_t rows,
                           int64_t vocab, int64_t stride, const int64_t *targets, float *out,
                           const pc_lse_cpu_opts *opts);
