@@ -16,19 +16,15 @@
 
 #include "layers/backend.h"
 #include "layers/cpu_common.h"
+#include "layers/cpu_fuse.h"
+#include "pc/lse.h"
 
-typedef struct fuse_state {
-    const pc_circuit *c;
-    int threads;
-    int64_t block;
-    float *in_rel;    /* [V, C + 1, K]; category C = missing (the marginal) */
-    double *in_off;   /* [V, C + 1] */
-    float *w_t;       /* [T, K (k), K (j)]: exp(trans_logw[t, j, k]), transposed for axpy over j */
-    float *root_exp;  /* [K] */
-    float **scratch;  /* per thread: msg [G, B, K], d [K], e [K], s [K] */
-    double **wide;    /* per thread: P [K] */
-    double **offsets; /* per thread: moff [G, B] */
-} fuse_state;
+/* The baseline build of the block kernel (no FMA: a * b + c rounds twice there). */
+#define PC_FUSE_BLOCK pc_cpu_fuse_block_base
+#define PC_FMA(a, b, c) ((a) * (b) + (c))
+#include "layers/cpu_fuse_kernel.h"
+
+typedef pc_cpu_fuse_state fuse_state;
 
 static void fuse_destroy(void *p) {
     fuse_state *s = p;
@@ -56,9 +52,14 @@ static pc_status fuse_create(const pc_circuit *c, const pc_eval_opts *opts, void
     s->c = c;
     s->threads = pc_cpu_threads(opts->threads);
     s->block = pc_cpu_block_size(c, sizeof(float));
+    pc_isa isa = pc_cpu_best_isa();
+    s->kernel = isa == PC_ISA_AVX512 ? pc_cpu_fuse_block_avx512
+                : isa == PC_ISA_AVX2 ? pc_cpu_fuse_block_avx2
+                                     : pc_cpu_fuse_block_base;
     s->in_rel = malloc((size_t)(V * C1 * K) * sizeof(float));
     s->in_off = malloc((size_t)(V * C1) * sizeof(double));
-    s->w_t = malloc((size_t)(T > 0 ? T * K * K : 1) * sizeof(float));
+    s->k_pad = (K + PC_FUSE_TILE - 1) / PC_FUSE_TILE * PC_FUSE_TILE;
+    s->w_t = calloc((size_t)(T > 0 ? T * K * s->k_pad : 1), sizeof(float));
     s->root_exp = malloc((size_t)K * sizeof(float));
     s->scratch = calloc((size_t)s->threads, sizeof *s->scratch);
     s->offsets = calloc((size_t)s->threads, sizeof *s->offsets);
@@ -67,7 +68,7 @@ static pc_status fuse_create(const pc_circuit *c, const pc_eval_opts *opts, void
     int ok = s->in_rel && s->in_off && s->w_t && s->root_exp && s->scratch && s->offsets && s->wide &&
              row;
     for (int t = 0; ok && t < s->threads; t++) {
-        s->scratch[t] = malloc((size_t)((G * s->block + 3) * K) * sizeof(float));
+        s->scratch[t] = malloc((size_t)((G * s->block + 2) * K + s->k_pad) * sizeof(float));
         s->offsets[t] = malloc((size_t)(G * s->block) * sizeof(double));
         s->wide[t] = malloc((size_t)K * sizeof(double));
         ok = s->scratch[t] && s->offsets[t] && s->wide[t];
@@ -85,90 +86,18 @@ static pc_status fuse_create(const pc_circuit *c, const pc_eval_opts *opts, void
     for (int64_t t = 0; t < T; t++)
         for (int64_t j = 0; j < K; j++)
             for (int64_t k = 0; k < K; k++)
-                s->w_t[(t * K + k) * K + j] = (float)exp(c->trans_logw[(t * K + j) * K + k]);
+                s->w_t[(t * K + k) * s->k_pad + j] =
+                    (float)exp(c->trans_logw[(t * K + j) * K + k]);
     for (int64_t k = 0; k < K; k++) s->root_exp[k] = (float)exp(c->root_logw[k]);
     free(row);
     *out = s;
     return PC_OK;
 }
 
-/* Exact LSE_k (logw[k] + d[k]) in FP64 for an output whose FP32 sum underflowed. */
-static double exact_output(const double *logw, const float *d, int64_t K) {
-    double mm = -INFINITY, ss = 0.0;
-    for (int64_t k = 0; k < K; k++) mm = fmax(mm, logw[k] + (double)d[k]);
-    if (mm == -INFINITY) return -INFINITY;
-    for (int64_t k = 0; k < K; k++) ss += exp(logw[k] + (double)d[k] - mm);
-    return mm + log(ss);
-}
-
-static void fuse_block(void *p, int thread, const uint8_t *x, const uint8_t *missing, int64_t nb,
-                       double *logp) {
-    const fuse_state *s = p;
-    const pc_circuit *c = s->c;
-    const int64_t K = c->num_latents, C = c->num_cats, C1 = C + 1, V = c->num_vars,
-                  G = c->num_groups, B = s->block;
-    float *msg = s->scratch[thread]; /* [G, B, K] */
-    float *d = msg + G * B * K, *e = d + K, *sum = e + K;
-    double *P = s->wide[thread];
-    double *moff = s->offsets[thread]; /* [G, B] */
-    for (int64_t g = 0; g < G; g++) {
-        const int64_t t = c->group_trans[g];
-        for (int64_t b = 0; b < nb; b++) {
-            const uint8_t *xb = x + b * V, *mb = missing ? missing + b * V : NULL;
-            double off = 0.0;
-            for (int64_t k = 0; k < K; k++) P[k] = 0.0;
-            for (int32_t i = c->var_start[g]; i < c->var_start[g + 1]; i++) {
-                const int64_t v = c->group_vars[i];
-                const int64_t at = v * C1 + (mb && mb[v] ? C : xb[v]);
-                const float *r = s->in_rel + at * K;
-                off += s->in_off[at];
-#pragma omp simd
-                for (int64_t k = 0; k < K; k++) P[k] += (double)r[k];
-            }
-            for (int32_t i = c->child_start[g]; i < c->child_start[g + 1]; i++) {
-                const int64_t ch = c->group_children[i];
-                const float *r = msg + (ch * B + b) * K;
-                off += moff[ch * B + b];
-#pragma omp simd
-                for (int64_t k = 0; k < K; k++) P[k] += (double)r[k];
-            }
-            double m = -INFINITY;
-            for (int64_t k = 0; k < K; k++) m = P[k] > m ? P[k] : m;
-            if (m == -INFINITY) off = -INFINITY; /* this sample has probability 0 */
-            const double shift = m == -INFINITY ? 0.0 : m;
-            for (int64_t k = 0; k < K; k++) d[k] = (float)(P[k] - shift);
-            for (int64_t k = 0; k < K; k++) e[k] = expf(d[k]);
-            if (t < 0) {
-                float acc = 0.0f;
-                for (int64_t k = 0; k < K; k++) acc += s->root_exp[k] * e[k];
-                double tail = acc > 0.0f ? log((double)acc)
-                                         : exact_output(c->root_logw, d, K);
-                logp[b] = off + shift + tail;
-                continue;
-            }
-            for (int64_t j = 0; j < K; j++) sum[j] = 0.0f;
-            const float *wt = s->w_t + t * K * K;
-            for (int64_t k = 0; k < K; k++) {
-                const float ek = e[k];
-                if (ek == 0.0f) continue;
-                const float *wk = wt + k * K;
-#pragma omp simd
-                for (int64_t j = 0; j < K; j++) sum[j] += wk[j] * ek;
-            }
-            float *out = msg + (g * B + b) * K;
-            for (int64_t j = 0; j < K; j++)
-                out[j] = sum[j] > 0.0f
-                             ? logf(sum[j])
-                             : (float)exact_output(c->trans_logw + (t * K + j) * K, d, K);
-            moff[g * B + b] = off + shift;
-        }
-    }
-}
-
 static pc_status fuse_evaluate(void *p, const uint8_t *x, const uint8_t *missing, int64_t n,
                                double *logp) {
     fuse_state *s = p;
-    pc_cpu_run_blocks(s, fuse_block, s->threads, s->block, s->c->num_vars, x, missing, n, logp);
+    pc_cpu_run_blocks(s, s->kernel, s->threads, s->block, s->c->num_vars, x, missing, n, logp);
     return PC_OK;
 }
 

@@ -1,0 +1,49 @@
+/* Vectorisable FP32 exp and log for the CPU sum layers: plain C without branches or calls, so
+ * the compiler turns the loops that use them into SIMD code for whatever instruction set the
+ * including file is built for (cpu_*_avx2.c, cpu_*_avx512.c, or the baseline). */
+#ifndef PC_LAYERS_CPU_MATH_H
+#define PC_LAYERS_CPU_MATH_H
+
+#include <float.h>
+#include <stdint.h>
+
+#include "kernels/lse_cpu.h"
+
+/* e^x for x <= 0 or -inf: exp2 of x log2(e) by pc_exp2_poly (about 1 ulp). Terms below 2^-100
+ * are 0 (the exponent arithmetic stays far from subnormals); pc_cpu_sum_is_safe then decides
+ * whether the dropped terms could matter. x = 0 gives exactly 1. */
+static inline float pc_cpu_exp_nonpos(float x) {
+    float t = x * PC_LOG2E_F;
+    float c = t < -100.0f ? -100.0f : t; /* -inf too */
+    float e = pc_exp2_poly(c);
+    return t < -100.0f ? 0.0f : e;
+}
+
+/* Natural log of a normal positive float (FLT_MIN <= x < inf), ~1e-7 relative:
+ * x = m 2^e with m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(u), u = (m - 1) / (m + 1),
+ * |u| <= 0.1716, series to u^9 (truncation 7e-10); e ln 2 split in two parts so that even
+ * e = -126 adds no rounding beyond one ulp. */
+static inline float pc_cpu_log_normal(float x) {
+    uint32_t bits = pc_f32_to_bits(x);
+    int32_t e = (int32_t)(bits >> 23) - 127;
+    float m = pc_bits_to_f32((bits & 0x007fffffu) | 0x3f800000u);
+    int32_t big = m > 1.41421356f;
+    m = big ? 0.5f * m : m;
+    e += big;
+    float u = (m - 1.0f) / (m + 1.0f), u2 = u * u;
+    float p = 1.0f / 9.0f;
+    p = p * u2 + 1.0f / 7.0f;
+    p = p * u2 + 1.0f / 5.0f;
+    p = p * u2 + 1.0f / 3.0f;
+    p = p * u2 + 1.0f;
+    const float ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682030941723e-6f;
+    float fe = (float)e;
+    return fe * ln2_hi + (fe * ln2_lo + 2.0f * u * p);
+}
+
+/* Whether a sum s of terms w e_k (w <= 1, each e_k dropped below 2^-100) is exact to FP32:
+ * with s >= 2^-60 the dropped part is under K 2^-40 of s. Smaller sums, 0 included, go to the
+ * exact FP64 path; the bound also keeps pc_cpu_log_normal's input normal. */
+static inline int pc_cpu_sum_is_safe(float s) { return s >= 0x1p-60f && s <= FLT_MAX; }
+
+#endif
