@@ -240,8 +240,18 @@ int main(int argc, char **argv) {
         fprintf(stderr, "pclearn: %s has no samples\n", data_path);
         goto out;
     }
-    const int32_t cats = 256, vars = d->width;
+    const int32_t cats = 256, vars = d->width; /* IDX bytes: 256 categories */
     fprintf(stderr, "data: %s, %lld samples x %d variables\n", data_path, (long long)d->count, vars);
+    /* The test data is read before learning, so a bad file fails at once. */
+    if (o.valid || !o.data) {
+        if (load_data(o.valid, "t10k-images-idx3-ubyte.gz", &test, valid_path, sizeof valid_path))
+            goto out;
+        if (test->width != vars || test->count < 1) {
+            fprintf(stderr, "pclearn: %s has %lld samples of %d variables; need >= 1 of %d\n",
+                    valid_path, (long long)test->count, test->width, vars);
+            goto out;
+        }
+    }
 
     double t0 = now_s();
     mi = malloc((size_t)vars * (size_t)vars * sizeof *mi);
@@ -296,9 +306,7 @@ int main(int argc, char **argv) {
            o.batch, o.full_epochs, omp_get_max_threads());
     printf("train: %lld samples, LL %.4f nats/image, %.4f bits/dim\n", (long long)d->count,
            train_ll, bits_per_dim(train_ll, vars));
-    if (o.valid || !o.data) {
-        if (load_data(o.valid, "t10k-images-idx3-ubyte.gz", &test, valid_path, sizeof valid_path))
-            goto out;
+    if (test) {
         double test_ll = 0;
         if (mean_loglik(saved, test, &test_ll)) goto out;
         printf("test: %s, %lld samples, LL %.4f nats/image, %.4f bits/dim\n", valid_path,
