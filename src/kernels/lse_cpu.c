@@ -148,7 +148,9 @@ static float fuse_row(const rows_ctx *c, const void *row, float *fbuf) {
         c->impl->fuse_chunk(p, len, &m, &s);
         if (isnan(s) || m == INFINITY) return (float)pc_lse_ref_row(c->dtype, row, c->cols);
         if (m == -INFINITY) continue;
-        if (m > big_m) {
+        if (big_m == -INFINITY) {
+            big_m = m, big_s = s;
+        } else if (m > big_m) {
             big_s = big_s * expf(big_m - m) + s;
             big_m = m;
         } else {

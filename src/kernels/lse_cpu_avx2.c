@@ -2,7 +2,7 @@
  * pc_cpu_best_isa() reports it). Tails of fewer than 8 values run the scalar twins, which give
  * the same results (int: the same bits).
  *
- * exp2: t clamped below at -126, k = round(t), f = t - k, degree-6 polynomial, then k is added
+ * exp2: t clamped below at -126, k = round(t), f = t - k, degree-5 polynomial, then k is added
  * to the exponent bits. Values under 2^-126 come out as tiny positive numbers instead of 0:
  * harmless in a sum whose largest term is 1, so the forward pass uses it as is; exp_shifted
  * (backward, weights) sends lanes outside [-126, 126] to expf instead. NaN passes through:
@@ -19,8 +19,7 @@ static inline __m256 exp2_v(__m256 t) {
     t = _mm256_max_ps(_mm256_set1_ps(-126.0f), t);
     __m256 k = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 f = _mm256_sub_ps(t, k);
-    __m256 p = _mm256_set1_ps(PC_EXP2_C6);
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(PC_EXP2_C5));
+    __m256 p = _mm256_set1_ps(PC_EXP2_C5);
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(PC_EXP2_C4));
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(PC_EXP2_C3));
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(PC_EXP2_C2));
@@ -28,10 +27,6 @@ static inline __m256 exp2_v(__m256 t) {
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
     __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(k), 23);
     return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), e));
-}
-
-static inline __m256 exp_term(__m256 x, __m256 m) {
-    return exp2_v(_mm256_mul_ps(_mm256_sub_ps(x, m), _mm256_set1_ps(PC_LOG2E_F)));
 }
 
 static inline float hmax(__m256 v) {
@@ -55,6 +50,30 @@ static inline __m256 load_tail(const float *x, int64_t left) {
     return _mm256_loadu_ps(buf);
 }
 
+/* sum 2^t over x[0:n] with t = x * log2(e) - ml (one FMA; the product is exact inside it), or
+ * t = (x - m) * log2(e) when scaled = 0. Prefetches the next chunk (see the AVX-512 path). */
+static inline __attribute__((always_inline)) float exp_sum(const float *x, int64_t n, float m,
+                                                           float ml, int scaled) {
+    const __m256 vm = _mm256_set1_ps(scaled ? -ml : m), l2e = _mm256_set1_ps(PC_LOG2E_F);
+#define TERM(v) \
+    exp2_v(scaled ? _mm256_fmadd_ps(v, l2e, vm) : _mm256_mul_ps(_mm256_sub_ps(v, vm), l2e))
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 4 * W <= n; i += 4 * W) {
+        const char *next = (const char *)(x + i + PC_CPU_FUSE_CHUNK);
+        _mm_prefetch(next, _MM_HINT_T0);
+        _mm_prefetch(next + 64, _MM_HINT_T0);
+        s0 = _mm256_add_ps(s0, TERM(_mm256_loadu_ps(x + i)));
+        s1 = _mm256_add_ps(s1, TERM(_mm256_loadu_ps(x + i + W)));
+        s2 = _mm256_add_ps(s2, TERM(_mm256_loadu_ps(x + i + 2 * W)));
+        s3 = _mm256_add_ps(s3, TERM(_mm256_loadu_ps(x + i + 3 * W)));
+    }
+    for (; i + W <= n; i += W) s0 = _mm256_add_ps(s0, TERM(_mm256_loadu_ps(x + i)));
+    if (i < n) s1 = _mm256_add_ps(s1, TERM(load_tail(x + i, n - i)));
+#undef TERM
+    return hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+}
+
 static void fuse_chunk(const float *x, int64_t n, float *m_out, float *s_out) {
     const __m256 ninf = _mm256_set1_ps(-INFINITY);
     __m256 m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
@@ -76,17 +95,14 @@ static void fuse_chunk(const float *x, int64_t n, float *m_out, float *s_out) {
     }
     /* An all -inf chunk still runs the exp pass (shift 0) so that a NaN shows in s; its
      * -inf lanes give about 2^-126 each, which the caller ignores with the chunk. */
-    const __m256 vm = _mm256_set1_ps(m == -INFINITY ? 0.0f : m);
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    for (i = 0; i + 4 * W <= n; i += 4 * W) {
-        s0 = _mm256_add_ps(s0, exp_term(_mm256_loadu_ps(x + i), vm));
-        s1 = _mm256_add_ps(s1, exp_term(_mm256_loadu_ps(x + i + W), vm));
-        s2 = _mm256_add_ps(s2, exp_term(_mm256_loadu_ps(x + i + 2 * W), vm));
-        s3 = _mm256_add_ps(s3, exp_term(_mm256_loadu_ps(x + i + 3 * W), vm));
+    float shift = m == -INFINITY ? 0.0f : m, ml = shift * PC_LOG2E_F, s;
+    if (fabsf(shift) < 1e38f) {
+        /* The sum used 2^-ml in place of 2^-(shift log2 e): undo the rounding of ml. */
+        double err = (double)ml - (double)shift * (double)PC_LOG2E_F;
+        s = (float)(exp_sum(x, n, shift, ml, 1) * (1.0 + err * 0.6931471805599453));
+    } else {
+        s = exp_sum(x, n, shift, ml, 0); /* shift * log2 e could overflow */
     }
-    for (; i + W <= n; i += W) s0 = _mm256_add_ps(s0, exp_term(_mm256_loadu_ps(x + i), vm));
-    if (i < n) s1 = _mm256_add_ps(s1, exp_term(load_tail(x + i, n - i), vm));
-    float s = hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
     *s_out = m == -INFINITY && !isnan(s) ? 0.0f : s;
 }
 
@@ -145,7 +161,9 @@ static inline __m256i lse2_v(__m256i a, __m256i b, const uint32_t *packed) {
     __m256i t = _mm256_and_si256(d, _mm256_set1_epi32((1 << PC_INT_TABLE_SHIFT) - 1));
     __m256i f0 = _mm256_and_si256(p, _mm256_set1_epi32((1 << PC_INT_PACK_BITS) - 1));
     __m256i df = _mm256_srli_epi32(p, PC_INT_PACK_BITS);
-    __m256i r = _mm256_add_epi32(_mm256_mullo_epi32(df, t),
+    /* df < 2^9 and t < 2^10 sit in the low 16 bits of each lane: one multiply-add of 16-bit
+     * pairs (high halves zero) gives df * t exactly, cheaper than a 32-bit multiply. */
+    __m256i r = _mm256_add_epi32(_mm256_madd_epi16(df, t),
                                  _mm256_set1_epi32(1 << (PC_INT_TABLE_SHIFT - 1)));
     return _mm256_add_epi32(hi, _mm256_sub_epi32(f0, _mm256_srai_epi32(r, PC_INT_TABLE_SHIFT)));
 }

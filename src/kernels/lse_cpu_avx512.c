@@ -1,11 +1,10 @@
 /* The AVX-512 CPU path (16 float lanes; compiled with -mavx512f/bw/vl/dq, called only after
  * pc_cpu_best_isa() reports it). Tails use masks; lanes outside the row are -inf or zero.
  *
- * exp2: k = round(t), f = t - k in [-1/2, 1/2], degree-6 polynomial, then scalef(p, k), which
- * underflows to 0 and overflows to inf exactly as IEEE does, so clamping t to [-160, 160] is
- * the only range handling. NaN passes through every step (max/min return their second operand
- * when one is NaN, and t is always the second).
- */
+ * exp2: f = t - floor(t) in [0, 1) by one VREDUCEPS, a degree-5 polynomial, then
+ * scalef(p, t), which scales by 2^floor(t) and underflows to 0 and overflows to inf as IEEE
+ * does. No clamping is needed: reduce(+-inf) = 0 and scalef(p, -inf) = 0, scalef(p, +inf) = inf;
+ * NaN passes through both. */
 #include <immintrin.h>
 
 #include "kernels/lse_cpu.h"
@@ -15,37 +14,14 @@
 static inline __mmask16 tail_mask(int64_t left) { return (__mmask16)((1u << left) - 1u); }
 
 static inline __m512 exp2_v(__m512 t) {
-    t = _mm512_max_ps(_mm512_set1_ps(-160.0f), t);
-    t = _mm512_min_ps(_mm512_set1_ps(160.0f), t);
-    __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 f = _mm512_sub_ps(t, k);
-    __m512 p = _mm512_set1_ps(PC_EXP2_C6);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C5));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C4));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C3));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C2));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C1));
+    __m512 f = _mm512_reduce_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    __m512 p = _mm512_set1_ps(PC_EXP2F_C5);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2F_C4));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2F_C3));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2F_C2));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2F_C1));
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, k);
-}
-
-/* The forward form: t <= 0 or NaN here, so only the lower clamp is needed. */
-static inline __m512 exp2_neg(__m512 t) {
-    t = _mm512_max_ps(_mm512_set1_ps(-160.0f), t);
-    __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 f = _mm512_sub_ps(t, k);
-    __m512 p = _mm512_set1_ps(PC_EXP2_C6);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C5));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C4));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C3));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C2));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(PC_EXP2_C1));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, k);
-}
-
-static inline __m512 exp_term(__m512 x, __m512 m) {
-    return exp2_neg(_mm512_mul_ps(_mm512_sub_ps(x, m), _mm512_set1_ps(PC_LOG2E_F)));
+    return _mm512_scalef_ps(p, t);
 }
 
 /* Max ignoring NaN: x is the first operand, so a NaN x leaves the accumulator as it was. */
@@ -64,6 +40,34 @@ static float max_pass(const float *x, int64_t n) {
     return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
 }
 
+/* sum 2^t over x[0:n] with t = x * log2(e) - ml (one FMA; the product is exact inside it), or
+ * t = (x - m) * log2(e) when scaled = 0. Prefetches the next chunk: with the max pass and this
+ * pass alternating per chunk, nothing else would overlap its memory traffic with arithmetic. */
+static inline __attribute__((always_inline)) float exp_sum(const float *x, int64_t n, float m,
+                                                           float ml, int scaled) {
+    const __m512 vm = _mm512_set1_ps(scaled ? -ml : m), l2e = _mm512_set1_ps(PC_LOG2E_F);
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+#define TERM(v) \
+    exp2_v(scaled ? _mm512_fmadd_ps(v, l2e, vm) : _mm512_mul_ps(_mm512_sub_ps(v, vm), l2e))
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 4 * W <= n; i += 4 * W) {
+        const char *next = (const char *)(x + i + PC_CPU_FUSE_CHUNK);
+        _mm_prefetch(next, _MM_HINT_T0);
+        _mm_prefetch(next + 64, _MM_HINT_T0);
+        _mm_prefetch(next + 128, _MM_HINT_T0);
+        _mm_prefetch(next + 192, _MM_HINT_T0);
+        s0 = _mm512_add_ps(s0, TERM(_mm512_loadu_ps(x + i)));
+        s1 = _mm512_add_ps(s1, TERM(_mm512_loadu_ps(x + i + W)));
+        s2 = _mm512_add_ps(s2, TERM(_mm512_loadu_ps(x + i + 2 * W)));
+        s3 = _mm512_add_ps(s3, TERM(_mm512_loadu_ps(x + i + 3 * W)));
+    }
+    for (; i + W <= n; i += W) s0 = _mm512_add_ps(s0, TERM(_mm512_loadu_ps(x + i)));
+    if (i < n) s1 = _mm512_add_ps(s1, TERM(_mm512_mask_loadu_ps(ninf, tail_mask(n - i), x + i)));
+#undef TERM
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
 static void fuse_chunk(const float *x, int64_t n, float *m_out, float *s_out) {
     float m = max_pass(x, n);
     *m_out = m;
@@ -72,21 +76,14 @@ static void fuse_chunk(const float *x, int64_t n, float *m_out, float *s_out) {
         return;
     }
     /* An all -inf chunk still runs the exp pass (with shift 0) so that a NaN shows in s. */
-    const __m512 vm = _mm512_set1_ps(m == -INFINITY ? 0.0f : m);
-    const __m512 ninf = _mm512_set1_ps(-INFINITY);
-    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    int64_t i = 0;
-    for (; i + 4 * W <= n; i += 4 * W) {
-        s0 = _mm512_add_ps(s0, exp_term(_mm512_loadu_ps(x + i), vm));
-        s1 = _mm512_add_ps(s1, exp_term(_mm512_loadu_ps(x + i + W), vm));
-        s2 = _mm512_add_ps(s2, exp_term(_mm512_loadu_ps(x + i + 2 * W), vm));
-        s3 = _mm512_add_ps(s3, exp_term(_mm512_loadu_ps(x + i + 3 * W), vm));
+    float shift = m == -INFINITY ? 0.0f : m, ml = shift * PC_LOG2E_F;
+    if (fabsf(shift) < 1e38f) {
+        /* The sum used 2^-ml in place of 2^-(shift log2 e): undo the rounding of ml. */
+        double err = (double)ml - (double)shift * (double)PC_LOG2E_F;
+        *s_out = (float)(exp_sum(x, n, shift, ml, 1) * (1.0 + err * 0.6931471805599453));
+    } else {
+        *s_out = exp_sum(x, n, shift, ml, 0); /* shift * log2 e could overflow */
     }
-    for (; i + W <= n; i += W) s0 = _mm512_add_ps(s0, exp_term(_mm512_loadu_ps(x + i), vm));
-    if (i < n)
-        s1 = _mm512_add_ps(s1, exp_term(_mm512_mask_loadu_ps(ninf, tail_mask(n - i), x + i), vm));
-    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-    *s_out = s; /* m = -inf: 0, or NaN when a NaN was summed */
 }
 
 static inline __m512 widen16(pc_dtype dtype, __m256i h) {
@@ -148,7 +145,9 @@ static inline __m512i lse2_v(__m512i a, __m512i b, const uint32_t *packed) {
     __m512i t = _mm512_and_si512(d, _mm512_set1_epi32((1 << PC_INT_TABLE_SHIFT) - 1));
     __m512i f0 = _mm512_and_si512(p, _mm512_set1_epi32((1 << PC_INT_PACK_BITS) - 1));
     __m512i df = _mm512_srli_epi32(p, PC_INT_PACK_BITS);
-    __m512i r = _mm512_add_epi32(_mm512_mullo_epi32(df, t),
+    /* df < 2^9 and t < 2^10 sit in the low 16 bits of each lane: one multiply-add of 16-bit
+     * pairs (high halves zero) gives df * t exactly, cheaper than a 32-bit multiply. */
+    __m512i r = _mm512_add_epi32(_mm512_madd_epi16(df, t),
                                  _mm512_set1_epi32(1 << (PC_INT_TABLE_SHIFT - 1)));
     return _mm512_add_epi32(hi, _mm512_sub_epi32(f0, _mm512_srai_epi32(r, PC_INT_TABLE_SHIFT)));
 }
