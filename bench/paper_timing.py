@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """The paper's timing figure: time per row-wise LSE call vs N at B = 512, on the machine it runs
-on. Our kernels through `lsebench --json` (every variant: fuse f32/f16/bf16, int f32/q10.6, and
-ref on the CPU up to N = 8192); peers in this process on the same shapes: on the CPU numpy's
-max-shift recipe, scipy.special.logsumexp and torch.logsumexp (one thread each), on the GPU
-torch.logsumexp eager in f32, f16 and bf16 (CUDA events, median of 30 after warm-up) and the
-read floor (bytes / the bandwidth torch.sum reaches over 1 GiB in the same run).
+on, for every variant (fuse f32/f16/bf16, int f32/q10.6; ref on the CPU up to N = 8192).
+CPU: our kernels through `lsebench --json`; peers in this process on the same shapes: numpy's
+max-shift recipe, scipy.special.logsumexp and torch.logsumexp (one thread each).
+GPU: our kernels (through ctypes) and torch.logsumexp eager in f32, f16 and bf16 timed the same
+way in this process (CUDA events, median of 30 after warm-up, a GPU sleep queued first so host
+launch cost opens no gap), lsebench --json at N = 128256 as a cross-check, and the read floor
+(bytes / the bandwidth torch.sum reaches over 1 GiB in the same run). lsebench computes an FP64
+host reference for every configuration, too slow to sweep every GPU shape within a short run.
 
     bench/paper_timing.py [build-dir] [--cpu] [--gpu] [--cols 128,1024,...] [--threads 1]
 
@@ -112,28 +115,53 @@ def read_bandwidth(torch):
     return (1 << 30) / ms
 
 
+def gpu_input(torch, x, dtype):
+    """A float32 CUDA tensor -> the tensor of `dtype` bits that pc_lse_rows_cuda reads."""
+    if dtype == "f32":
+        return x
+    if dtype == "f16":
+        return x.half().view(torch.int16)
+    if dtype == "bf16":
+        return x.bfloat16().view(torch.int16)
+    return torch.round(x * (64 / 0.6931471805599453)).clamp(-32768, 32767).to(torch.int16)
+
+
 def run_gpu(args, torch, lib):
+    """Our variants and torch timed the same way (CUDA events around one call from Python, a GPU
+    sleep queued first); lsebench (C, its own events) at N = 128256 as a cross-check."""
     res = {"benchmark": "paper_timing", "device": "cuda", "machine": pc.machine(gpu=True), "rows": ROWS,
-           "range": RANGE, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "points": []}
-    bw = read_bandwidth(torch) if torch is not None else None
+           "range": RANGE, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "points": [],
+           "method": "CUDA events around one call, median of 30 after 3 warm-up calls; inputs under 256 MB "
+                     "rotate over copies; lsebench-* points are lsebench --json (C, CUDA events)"}
+    bw = read_bandwidth(torch)
     res["read_bytes_per_ms"] = bw
+    out = torch.empty(ROWS, device="cuda")
     for n in args.gpu_cols:
+        copies = max(1, min(8, (256 << 20) // (ROWS * n * 4)))
+        base = [torch.rand(ROWS, n, device="cuda") * -10 for _ in range(copies)]
         for k, d in VARIANTS:
-            r = lsebench(args.build, "cuda", k, d, n, 1)
-            p = {"impl": "%s-%s" % (k, d), "kernel": k, "dtype": d, "cols": n, "lsebench": r}
-            if "ns_per_elem" in r:
-                p["ms"] = r["ns_per_elem"] * ROWS * n * 1e-6
-            res["points"].append(p)
-        if torch is not None:
-            copies = max(1, min(8, (256 << 20) // (ROWS * n * 4)))
-            for d, tdt in (("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)):
-                xs = [(torch.rand(ROWS, n, device="cuda") * -10).to(tdt) for _ in range(copies)]
-                ms = cuda_time(torch, lambda i: torch.logsumexp(xs[i % copies], dim=1))
-                res["points"].append({"impl": "torch-" + d, "dtype": d, "cols": n, "ms": ms})
-                del xs
-            torch.cuda.empty_cache()
-        for d, size in (("f32", 4), ("f16", 2)) if bw else ():
+            xs = [gpu_input(torch, b, d) for b in base]
+            need = lib.lse_rows_cuda(k, d, xs[0].data_ptr(), ROWS, n, n, out.data_ptr(), None, 0)
+            scratch = torch.empty(max(need, 16), dtype=torch.uint8, device="cuda")
+            call = lambda i: lib.lse_rows_cuda(k, d, xs[i % copies].data_ptr(), ROWS, n, n,  # noqa: E731
+                                               out.data_ptr(), scratch.data_ptr(), need)
+            res["points"].append({"impl": "%s-%s" % (k, d), "kernel": k, "dtype": d, "cols": n,
+                                  "ms": cuda_time(torch, call)})
+            del xs, scratch
+        for d, tdt in (("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)):
+            xs = [b.to(tdt) for b in base]
+            ms = cuda_time(torch, lambda i: torch.logsumexp(xs[i % copies], dim=1))
+            res["points"].append({"impl": "torch-" + d, "dtype": d, "cols": n, "ms": ms})
+            del xs
+        del base
+        torch.cuda.empty_cache()
+        for d, size in (("f32", 4), ("f16", 2)):
             res["points"].append({"impl": "read-floor-" + d, "dtype": d, "cols": n, "ms": ROWS * n * size / bw})
+        if n == 128256:
+            for k, d in VARIANTS:
+                r = lsebench(args.build, "cuda", k, d, n, 1)
+                res["points"].append({"impl": "lsebench-%s-%s" % (k, d), "kernel": k, "dtype": d, "cols": n,
+                                      "lsebench": r, **({"ms": r["ms"]} if "ms" in r else {})})
         print("gpu N=%-7d " % n + "  ".join("%s %.4f" % (p["impl"], p.get("ms", float("nan")))
                                             for p in res["points"] if p["cols"] == n) + " ms", flush=True)
     return res
@@ -219,8 +247,9 @@ def main():
     if do_gpu:
         if not lib.cuda_available():
             sys.exit("paper_timing: --gpu asked but no GPU is available to this build")
-        gpu_torch = torch if torch is not None and torch.cuda.is_available() else None
-        write(run_gpu(args, gpu_torch, lib), False)
+        if torch is None or not torch.cuda.is_available():
+            sys.exit("paper_timing: the GPU part needs torch with CUDA (inputs, events, the peer)")
+        write(run_gpu(args, torch, lib), False)
 
 
 if __name__ == "__main__":
