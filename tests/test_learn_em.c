@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "circuit/learn_internal.h"
+#include "circuit/learn_em_internal.h"
 #include "pc/learn.h"
 
 static uint64_t g_seed;
@@ -95,6 +96,165 @@ static pc_hclt *learn_small(const pc_data *d, const int32_t *tree, int32_t k, ui
     assert_int_equal(pc_em_export(em, m), PC_OK);
     pc_em_free(em);
     return m;
+}
+
+/* log(sum exp(a[i])) for the reference below. */
+static double lse(const double *a, int n) {
+    double m = -INFINITY, s = 0;
+    for (int i = 0; i < n; i++) m = a[i] > m ? a[i] : m;
+    if (m == -INFINITY) return m;
+    for (int i = 0; i < n; i++) s += exp(a[i] - m);
+    return m + log(s);
+}
+
+/* P_v(k) of HCLT_FORMAT's semantics, in the log domain, straight from the definition. */
+static void ref_p(const pc_hclt *m, const uint8_t *x, const uint8_t *miss, int v, double *out) {
+    const int k = m->num_latents, c = m->num_cats;
+    for (int j = 0; j < k; j++)
+        out[j] = (miss && miss[v]) ? lse(m->input_logp + ((int64_t)v * k + j) * c, c)
+                                   : m->input_logp[((int64_t)v * k + j) * c + x[v]];
+    double pc[64], term[64];
+    for (int ch = 0; ch < m->num_vars; ch++) {
+        if (m->parent[ch] != v) continue;
+        ref_p(m, x, miss, ch, pc);
+        const int t = m->trans_index[ch];
+        for (int j = 0; j < k; j++) {
+            if (t < 0) {
+                out[j] += pc[j];
+                continue;
+            }
+            for (int l = 0; l < k; l++) term[l] = m->trans_logw[((int64_t)t * k + j) * k + l] + pc[l];
+            out[j] += lse(term, k);
+        }
+    }
+}
+
+static double ref_loglik(const pc_hclt *m, const uint8_t *x, const uint8_t *miss) {
+    int root = 0;
+    while (m->parent[root] >= 0) root++;
+    double p[64];
+    ref_p(m, x, miss, root, p);
+    for (int j = 0; j < m->num_latents; j++) p[j] += m->root_logw[j];
+    return lse(p, m->num_latents);
+}
+
+/* A random valid model: random tree and root, some variables (leaves or not) sharing their
+ * parent's latent, trans rows in random order, random parameters with a few zero
+ * probabilities (-inf). */
+static pc_hclt *random_model(int32_t v, int32_t c, int32_t k, uint64_t *rng) {
+    int32_t perm[32], parent[32], trans[32], rows = 0;
+    for (int32_t i = 0; i < v; i++) perm[i] = i;
+    for (int32_t i = v - 1; i > 0; i--) {
+        int32_t j = (int32_t)pc_learn_rand_below(rng, i + 1), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    parent[perm[0]] = -1;
+    trans[perm[0]] = -1;
+    for (int32_t i = 1; i < v; i++) {
+        parent[perm[i]] = perm[pc_learn_rand_below(rng, i)];
+        trans[perm[i]] = pc_learn_rand_unit(rng) < 0.3 ? -1 : rows++;
+    }
+    int32_t *order = malloc((size_t)(rows + 1) * sizeof *order); /* renumber rows randomly */
+    assert_non_null(order);
+    for (int32_t i = 0; i < rows; i++) order[i] = i;
+    for (int32_t i = rows - 1; i > 0; i--) {
+        int32_t j = (int32_t)pc_learn_rand_below(rng, i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    pc_hclt *m = NULL;
+    assert_int_equal(pc_hclt_create(v, c, k, rows, &m), PC_OK);
+    for (int32_t i = 0; i < v; i++) {
+        m->parent[i] = parent[i];
+        m->trans_index[i] = trans[i] < 0 ? -1 : order[trans[i]];
+    }
+    free(order);
+    double *all[3] = {m->root_logw, m->trans_logw, m->input_logp};
+    const int64_t len[3] = {k, (int64_t)rows * k * k, (int64_t)v * k * c}, width[3] = {k, k, c};
+    for (int a = 0; a < 3; a++)
+        for (int64_t r = 0; r < len[a]; r += width[a]) {
+            double *row = all[a] + r, sum = 0;
+            for (int64_t i = 0; i < width[a]; i++) {
+                row[i] = (i > 0 && pc_learn_rand_unit(rng) < 0.05) ? 0 : exp(4 * pc_learn_rand_unit(rng));
+                sum += row[i];
+            }
+            for (int64_t i = 0; i < width[a]; i++) row[i] = log(row[i] / sum);
+        }
+    assert_int_equal(pc_hclt_validate(m, NULL), PC_OK);
+    return m;
+}
+
+/* The learner's scaled forward pass against the log-domain definition, for K with and without
+ * the vector kernels (16, 32), with missing values and zero probabilities (-inf results). */
+static void test_loglik_matches_definition(void **state) {
+    (void)state;
+    uint64_t rng = g_seed ^ 0x77;
+    const int32_t ks[6] = {1, 2, 5, 16, 32, 33};
+    for (int trial = 0; trial < 12; trial++) {
+        const int32_t v = 1 + (int32_t)pc_learn_rand_below(&rng, 12), c = 2 + (int32_t)pc_learn_rand_below(&rng, 7);
+        const int32_t k = ks[trial % 6];
+        pc_hclt *m = random_model(v, c, k, &rng);
+        pc_data *d = NULL;
+        assert_int_equal(pc_data_create(50, v, &d), PC_OK);
+        d->missing = calloc((size_t)(50 * v), 1);
+        assert_non_null(d->missing);
+        for (int64_t i = 0; i < 50 * v; i++) {
+            d->values[i] = (uint8_t)pc_learn_rand_below(&rng, c);
+            d->missing[i] = pc_learn_rand_unit(&rng) < 0.2;
+        }
+        double lp[50];
+        for (int i = 0; i < 50; i++) lp[i] = NAN; /* poison */
+        assert_int_equal(pc_learn_loglik(m, d, lp), PC_OK);
+        for (int i = 0; i < 50; i++) {
+            double want = ref_loglik(m, d->values + i * v, d->missing + i * v);
+            if (want == -INFINITY) {
+                assert_true(lp[i] == -INFINITY);
+            } else {
+                assert_true(fabs(lp[i] - want) < 1e-11 * (1 + fabs(want)));
+            }
+        }
+        pc_data_free(d);
+        pc_hclt_free(m);
+    }
+}
+
+/* The vector kernels (K = 16, 32) and the baseline-instruction-set copy give the same EM
+ * result bit for bit, and full-batch EM at these K is monotone. */
+static void test_em_kernels_agree(void **state) {
+    (void)state;
+    for (int32_t k = 16; k <= 32; k += 16) {
+        int32_t tree[10];
+        pc_data *d = tree_data(10, 300, g_seed ^ (uint64_t)k, tree);
+        pc_hclt *m = NULL, *a = NULL, *b = NULL;
+        assert_int_equal(pc_learn_hclt_create(10, tree, 4, k, &m), PC_OK);
+        assert_int_equal(pc_learn_init_params(m, d, g_seed), PC_OK);
+        assert_int_equal(pc_learn_hclt_create(10, tree, 4, k, &a), PC_OK);
+        assert_int_equal(pc_learn_hclt_create(10, tree, 4, k, &b), PC_OK);
+        pc_em *best = NULL, *generic = NULL;
+        assert_int_equal(pc_em_create(m, &best), PC_OK);
+        assert_int_equal(pc_em_create(m, &generic), PC_OK);
+        pc_em_use_generic(generic, 1);
+        double prev = -INFINITY;
+        for (int s = 0; s < 6; s++) {
+            double la = NAN, lb = NAN;
+            assert_int_equal(pc_em_step(best, d, NULL, 300, 1.0, 0.0, &la), PC_OK);
+            assert_int_equal(pc_em_step(generic, d, NULL, 300, 1.0, 0.0, &lb), PC_OK);
+            assert_true(la == lb);
+            assert_true(la >= prev - 1e-9 * fabs(la));
+            prev = la;
+        }
+        assert_int_equal(pc_em_export(best, a), PC_OK);
+        assert_int_equal(pc_em_export(generic, b), PC_OK);
+        assert_memory_equal(a->input_logp, b->input_logp, (size_t)10 * k * 4 * sizeof(double));
+        assert_memory_equal(a->trans_logw, b->trans_logw, (size_t)a->num_trans * k * k * sizeof(double));
+        pc_em_free(best);
+        pc_em_free(generic);
+        pc_hclt_free(m);
+        pc_hclt_free(a);
+        pc_hclt_free(b);
+        pc_data_free(d);
+    }
 }
 
 static void test_full_batch_em_monotone(void **state) {
@@ -243,6 +403,8 @@ int main(void) {
     printf("test_learn_em seed %llu (PC_TEST_SEED replays it)\n", (unsigned long long)g_seed);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loglik_worked_example),
+        cmocka_unit_test(test_loglik_matches_definition),
+        cmocka_unit_test(test_em_kernels_agree),
         cmocka_unit_test(test_full_batch_em_monotone),
         cmocka_unit_test(test_em_deterministic),
         cmocka_unit_test(test_mini_batch_em),

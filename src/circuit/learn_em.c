@@ -1,11 +1,12 @@
 /* EM for HCLTs: forward pass, backward flows (expected counts), M-step.
  *
  * Parameters are held in the probability domain. The forward pass works on scaled
- * probabilities: every product node group P_v is a vector of K values scaled so that its
- * largest is 1, with the log of the scale kept in off[v] (one log per group instead of K^2
- * exps per sum node group). With e_v = P_v / max P_v, a child c with transition W = exp(trans_logw[t])
- * sends s_c(j) = sum_k W[j, k] e_c(k) (a K x K matrix-vector product) to its parent; a child
- * sharing the parent's latent sends e_c itself. log p(x) = off_root + log sum_k w_k e_root(k).
+ * probabilities: every product node group P_v is a vector of K values scaled by a power of two
+ * (exact) so that its largest is in [0.5, 1), with the exponent of the scale kept in off[v]
+ * (no exp or log per node; one log per sample). With e_v = P_v 2^-off[v], a child c with
+ * transition W = exp(trans_logw[t]) sends s_c(j) = sum_k W[j, k] e_c(k) (a K x K
+ * matrix-vector product) to its parent; a child sharing the parent's latent sends e_c itself.
+ * log p(x) = off_root ln 2 + log sum_k w_k e_root(k).
  *
  * The backward pass computes the posterior q_v(k) = p(Z_v = k | x) top-down:
  *   q_root(k)   = w_k e_root(k) / sum_j w_j e_root(j)
@@ -14,9 +15,10 @@
  *   q_c(k)      = e_c(k) sum_j r(j) W[j, k]
  *   q_c         = q_parent                  (c shares its parent's latent)
  *   n_in(v, k, x_v) += q_v(k),  n_root(k) += q_root(k)
- * The factor W[j, k] of n_t is applied once per chunk of samples, not per sample.
+ * The factor W[j, k] of n_t is applied once per chunk of samples, not per sample. The per-sample
+ * kernels are in learn_em_kern.h, compiled for several instruction sets.
  *
- * Determinism: samples are processed in fixed chunks of EM_CHUNK rows; a chunk's transition
+ * Determinism: samples are processed in fixed chunks of PC_EM_CHUNK rows; a chunk's transition
  * counts are summed in double in sample order, and every count is then added to a per-thread
  * int64 buffer in fixed point (scale 2^(62 - bits(n))), whose sums do not depend on the order
  * the threads run in. The result is the same bit for bit for any number of threads.
@@ -26,34 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pc/learn.h"
+#include "circuit/learn_em_internal.h"
 
-#define EM_CHUNK 32
-
-typedef struct em_thread {
-    double *e;      /* [V, K] scaled P_v, then e_v */
-    double *s;      /* [V, K] message s_v of a child with a transition row */
-    double *off;    /* [V] log scale of P_v */
-    double *q;      /* [V, K] posterior of the latent of v */
-    double *tacc;   /* [T, K, K] chunk sums of r(j) e_c(k) */
-    int64_t *n_root;  /* [K] */
-    int64_t *n_trans; /* [T, K, K] */
-    int64_t *n_input; /* [V, C, K] */
-} em_thread;
-
-struct pc_em {
-    int32_t num_vars, num_cats, num_latents, num_trans;
-    int32_t *parent, *trans; /* [V] copies of the model's structure */
-    int32_t *order;          /* [V] breadth-first from the root: parents before children */
-    double *root_w;          /* [K] */
-    double *trans_w;         /* [T, K, K] */
-    double *input_w;         /* [V, C, K] (transposed so one observed value is K contiguous) */
-    double *ones;            /* [K] the input row of a missing value */
-    int num_threads;
-    em_thread *thr;
-};
-
-static void thread_free(em_thread *t) {
+static void thread_free(pc_em_thread *t) {
     free(t->e);
     free(t->s);
     free(t->off);
@@ -62,6 +39,7 @@ static void thread_free(em_thread *t) {
     free(t->n_root);
     free(t->n_trans);
     free(t->n_input);
+    free(t->touched);
 }
 
 void pc_em_free(pc_em *em) {
@@ -74,21 +52,24 @@ void pc_em_free(pc_em *em) {
     free(em->order);
     free(em->root_w);
     free(em->trans_w);
+    free(em->trans_wt);
     free(em->input_w);
     free(em->ones);
     free(em);
 }
 
-static int thread_alloc(em_thread *t, int64_t v, int64_t c, int64_t k, int64_t tr) {
+static int thread_alloc(pc_em_thread *t, int64_t v, int64_t c, int64_t k, int64_t tr) {
     t->e = malloc((size_t)(v * k) * sizeof(double));
     t->s = malloc((size_t)(v * k) * sizeof(double));
-    t->off = malloc((size_t)v * sizeof(double));
+    t->off = malloc((size_t)v * sizeof(int64_t));
     t->q = malloc((size_t)(v * k) * sizeof(double));
     t->tacc = calloc((size_t)(tr * k * k) + 1, sizeof(double));
     t->n_root = calloc((size_t)k, sizeof(int64_t));
     t->n_trans = calloc((size_t)(tr * k * k) + 1, sizeof(int64_t));
     t->n_input = calloc((size_t)(v * c * k), sizeof(int64_t));
-    return t->e && t->s && t->off && t->q && t->tacc && t->n_root && t->n_trans && t->n_input;
+    t->touched = calloc((size_t)(v * c), 1);
+    return t->e && t->s && t->off && t->q && t->tacc && t->n_root && t->n_trans && t->n_input &&
+           t->touched;
 }
 
 /* Breadth-first order of the tree from its root; the model is validated, so the tree is. */
@@ -120,6 +101,29 @@ static pc_status make_order(pc_em *em) {
     return PC_OK;
 }
 
+/* trans_wt[t, k, j] = trans_w[t, j, k]: the forward pass adds columns of W. */
+static void transpose_trans(pc_em *em) {
+    const int64_t k = em->num_latents;
+    for (int64_t t = 0; t < em->num_trans; t++)
+        for (int64_t j = 0; j < k; j++)
+            for (int64_t l = 0; l < k; l++)
+                em->trans_wt[(t * k + l) * k + j] = em->trans_w[(t * k + j) * k + l];
+}
+
+void pc_em_use_generic(pc_em *em, int generic) {
+    em->kern = pc_em_kernels_generic;
+    if (generic) return;
+#if defined(__x86_64__) || defined(__i386__)
+    /* __builtin_cpu_supports also checks (xgetbv) that the OS saves the wide registers. */
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+        em->kern = pc_em_kernels_avx512;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        em->kern = pc_em_kernels_avx2;
+#endif
+}
+
 pc_status pc_em_create(const pc_hclt *model, pc_em **out) {
     if (!out) return pc_fail(PC_ERR_ARG, "EM: NULL output");
     *out = NULL;
@@ -139,12 +143,13 @@ pc_status pc_em_create(const pc_hclt *model, pc_em **out) {
     em->order = malloc((size_t)v * sizeof(int32_t));
     em->root_w = malloc((size_t)k * sizeof(double));
     em->trans_w = malloc(((size_t)(tr * k * k) + 1) * sizeof(double));
+    em->trans_wt = malloc(((size_t)(tr * k * k) + 1) * sizeof(double));
     em->input_w = malloc((size_t)(v * c * k) * sizeof(double));
     em->ones = malloc((size_t)k * sizeof(double));
     em->num_threads = omp_get_max_threads();
-    em->thr = calloc((size_t)em->num_threads, sizeof(em_thread));
-    if (!em->parent || !em->trans || !em->order || !em->root_w || !em->trans_w || !em->input_w ||
-        !em->ones || !em->thr) {
+    em->thr = calloc((size_t)em->num_threads, sizeof(pc_em_thread));
+    if (!em->parent || !em->trans || !em->order || !em->root_w || !em->trans_w || !em->trans_wt ||
+        !em->input_w || !em->ones || !em->thr) {
         pc_em_free(em);
         return pc_fail(PC_ERR_NOMEM, "EM: parameters for V = %lld, C = %lld, K = %lld",
                        (long long)v, (long long)c, (long long)k);
@@ -161,6 +166,7 @@ pc_status pc_em_create(const pc_hclt *model, pc_em **out) {
         em->ones[i] = 1.0;
     }
     for (int64_t i = 0; i < tr * k * k; i++) em->trans_w[i] = exp(model->trans_logw[i]);
+    transpose_trans(em);
     for (int64_t a = 0; a < v; a++)
         for (int64_t b = 0; b < k; b++)
             for (int64_t x = 0; x < c; x++)
@@ -170,6 +176,7 @@ pc_status pc_em_create(const pc_hclt *model, pc_em **out) {
         pc_em_free(em);
         return st;
     }
+    pc_em_use_generic(em, 0);
     *out = em;
     return PC_OK;
 }
@@ -195,100 +202,12 @@ pc_status pc_em_export(const pc_em *em, pc_hclt *model) {
     return PC_OK;
 }
 
-/* Forward pass of one sample; fills t->e, t->s, t->off; returns log p(x) (-inf if zero). */
-static double forward(const pc_em *em, em_thread *t, const uint8_t *x, const uint8_t *miss) {
-    const int32_t nv = em->num_vars, k = em->num_latents, c = em->num_cats;
-    double *restrict e = t->e;
-    for (int32_t v = 0; v < nv; v++) {
-        const double *src = (miss && miss[v]) ? em->ones : em->input_w + ((int64_t)v * c + x[v]) * k;
-        memcpy(e + (int64_t)v * k, src, (size_t)k * sizeof(double));
-        t->off[v] = 0;
-    }
-    for (int32_t i = nv - 1; i >= 0; i--) {
-        const int32_t v = em->order[i];
-        double *restrict ev = e + (int64_t)v * k;
-        double m = 0;
-        for (int32_t j = 0; j < k; j++) m = ev[j] > m ? ev[j] : m;
-        if (!(m > 0) || !isfinite(m)) return -INFINITY;
-        const double inv = 1.0 / m;
-        for (int32_t j = 0; j < k; j++) ev[j] *= inv;
-        t->off[v] += log(m);
-        const int32_t p = em->parent[v];
-        if (p < 0) {
-            double z = 0;
-            for (int32_t j = 0; j < k; j++) z += em->root_w[j] * ev[j];
-            return z > 0 ? t->off[v] + log(z) : -INFINITY;
-        }
-        double *restrict ep = e + (int64_t)p * k;
-        t->off[p] += t->off[v];
-        const int32_t tr = em->trans[v];
-        if (tr < 0) {
-            for (int32_t j = 0; j < k; j++) ep[j] *= ev[j];
-            continue;
-        }
-        const double *restrict w = em->trans_w + (int64_t)tr * k * k;
-        double *restrict s = t->s + (int64_t)v * k;
-        for (int32_t j = 0; j < k; j++) {
-            double acc = 0;
-            for (int32_t l = 0; l < k; l++) acc += w[j * k + l] * ev[l];
-            s[j] = acc;
-            ep[j] *= acc;
-        }
-    }
-    return -INFINITY; /* not reached: the root is visited last */
-}
-
-/* Backward pass of one sample after forward(): posteriors, chunk transition sums, input and
- * root counts in fixed point. */
-static void backward(const pc_em *em, em_thread *t, const uint8_t *x, const uint8_t *miss,
-                     double scale) {
-    const int32_t nv = em->num_vars, k = em->num_latents, c = em->num_cats;
-    const double *restrict e = t->e;
-    double *restrict q = t->q;
-    const int32_t root = em->order[0];
-    double z = 0;
-    for (int32_t j = 0; j < k; j++) z += em->root_w[j] * e[(int64_t)root * k + j];
-    for (int32_t j = 0; j < k; j++) {
-        q[(int64_t)root * k + j] = em->root_w[j] * e[(int64_t)root * k + j] / z;
-        t->n_root[j] += llrint(q[(int64_t)root * k + j] * scale);
-    }
-    for (int32_t i = 0; i < nv; i++) {
-        const int32_t v = em->order[i];
-        double *restrict qv = q + (int64_t)v * k;
-        if (i > 0) {
-            const double *restrict qp = q + (int64_t)em->parent[v] * k;
-            const int32_t tr = em->trans[v];
-            if (tr < 0) {
-                memcpy(qv, qp, (size_t)k * sizeof(double));
-            } else {
-                const double *restrict w = em->trans_w + (int64_t)tr * k * k;
-                const double *restrict s = t->s + (int64_t)v * k;
-                const double *restrict ev = e + (int64_t)v * k;
-                double *restrict acc = t->tacc + (int64_t)tr * k * k;
-                for (int32_t l = 0; l < k; l++) qv[l] = 0;
-                for (int32_t j = 0; j < k; j++) {
-                    const double r = s[j] > 0 ? qp[j] / s[j] : 0;
-                    if (r == 0) continue;
-                    for (int32_t l = 0; l < k; l++) {
-                        qv[l] += r * w[j * k + l];
-                        acc[j * k + l] += r * ev[l];
-                    }
-                }
-                for (int32_t l = 0; l < k; l++) qv[l] *= ev[l];
-            }
-        }
-        if (miss && miss[v]) continue;
-        int64_t *restrict n = t->n_input + ((int64_t)v * c + x[v]) * k;
-        for (int32_t l = 0; l < k; l++) n[l] += llrint(qv[l] * scale);
-    }
-}
-
 /* Adds a chunk's transition sums, times W, to the thread's fixed-point counts; clears them. */
-static void flush_chunk(const pc_em *em, em_thread *t, double scale) {
+static void flush_chunk(const pc_em *em, pc_em_thread *t, double scale) {
     const int64_t size = (int64_t)em->num_trans * em->num_latents * em->num_latents;
     for (int64_t i = 0; i < size; i++) {
         if (t->tacc[i] == 0) continue;
-        t->n_trans[i] += llrint(em->trans_w[i] * t->tacc[i] * scale);
+        t->n_trans[i] += (int64_t)(em->trans_w[i] * t->tacc[i] * scale + 0.5); /* >= 0 */
         t->tacc[i] = 0;
     }
 }
@@ -308,42 +227,59 @@ static void update_dist(double *p, const int64_t *n, int64_t size, int64_t strid
     }
 }
 
-/* Sums the threads' counts into thread 0's buffers (clearing the others); integer sums, so
- * the order does not matter. */
+/* Adds the counts of threads 1.. into thread 0's (clearing theirs). Integer sums, so the
+ * order does not matter. Input counts are summed only over the (v, c) rows some thread
+ * touched: a mini-batch of 512 images touches a few percent of the V x C rows. */
 static void reduce_counts(pc_em *em) {
-    const int64_t k = em->num_latents, sizes[3] = {k, (int64_t)em->num_trans * k * k,
-                                                   (int64_t)em->num_vars * em->num_cats * k};
-    for (int b = 0; b < 3; b++) {
-        const int64_t size = sizes[b];
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < size; i++) {
-            int64_t sum = 0;
-            for (int th = 0; th < em->num_threads; th++) {
-                int64_t *buf = b == 0 ? em->thr[th].n_root : b == 1 ? em->thr[th].n_trans
-                                                                    : em->thr[th].n_input;
-                sum += buf[i];
-                buf[i] = 0;
-            }
-            (b == 0 ? em->thr[0].n_root : b == 1 ? em->thr[0].n_trans : em->thr[0].n_input)[i] = sum;
+    const int64_t k = em->num_latents, trans_size = (int64_t)em->num_trans * k * k;
+    const int64_t rows = (int64_t)em->num_vars * em->num_cats;
+    pc_em_thread *t0 = &em->thr[0];
+    for (int th = 1; th < em->num_threads; th++)
+        for (int64_t i = 0; i < k; i++) {
+            t0->n_root[i] += em->thr[th].n_root[i];
+            em->thr[th].n_root[i] = 0;
         }
-    }
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < trans_size; i++)
+        for (int th = 1; th < em->num_threads; th++) {
+            t0->n_trans[i] += em->thr[th].n_trans[i];
+            em->thr[th].n_trans[i] = 0;
+        }
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++)
+        for (int th = 1; th < em->num_threads; th++) {
+            pc_em_thread *t = &em->thr[th];
+            if (!t->touched[r]) continue;
+            for (int64_t i = r * k; i < (r + 1) * k; i++) {
+                t0->n_input[i] += t->n_input[i];
+                t->n_input[i] = 0;
+            }
+            t->touched[r] = 0;
+            t0->touched[r] = 1;
+        }
 }
 
 static void m_step(pc_em *em, double inv_scale, double step, double pseudocount) {
-    const int64_t k = em->num_latents, c = em->num_cats;
-    em_thread *t0 = &em->thr[0];
+    const int64_t k = em->num_latents, c = em->num_cats, rows = (int64_t)em->num_vars * c;
+    pc_em_thread *t0 = &em->thr[0];
     update_dist(em->root_w, t0->n_root, k, 1, inv_scale, step, pseudocount);
     memset(t0->n_root, 0, (size_t)k * sizeof(int64_t));
 #pragma omp parallel for schedule(static)
     for (int64_t row = 0; row < (int64_t)em->num_trans * k; row++)
         update_dist(em->trans_w + row * k, t0->n_trans + row * k, k, 1, inv_scale, step, pseudocount);
+    transpose_trans(em);
+    memset(t0->n_trans, 0, (size_t)(em->num_trans * k * k) * sizeof(int64_t));
 #pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < em->num_vars; v++)
         for (int64_t j = 0; j < k; j++)
             update_dist(em->input_w + v * c * k + j, t0->n_input + v * c * k + j, c, k, inv_scale,
                         step, pseudocount);
-    memset(t0->n_trans, 0, (size_t)(em->num_trans * k * k) * sizeof(int64_t));
-    memset(t0->n_input, 0, (size_t)(em->num_vars * c * k) * sizeof(int64_t));
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++)
+        if (t0->touched[r]) {
+            memset(t0->n_input + r * k, 0, (size_t)k * sizeof(int64_t));
+            t0->touched[r] = 0;
+        }
 }
 
 /* Checks the rows and their values before anything changes. */
@@ -383,20 +319,20 @@ pc_status pc_em_step(pc_em *em, const pc_data *data, const int64_t *rows, int64_
     int bits = 0;
     while (bits < 62 && ((int64_t)1 << bits) <= n) bits++;
     const double scale = ldexp(1.0, 62 - bits); /* n * scale < 2^62: no int64 overflow */
-    const int64_t chunks = (n + EM_CHUNK - 1) / EM_CHUNK;
+    const int64_t chunks = (n + PC_EM_CHUNK - 1) / PC_EM_CHUNK;
     const int64_t width = data->width;
 #pragma omp parallel num_threads(em->num_threads)
     {
-        em_thread *t = &em->thr[omp_get_thread_num()];
+        pc_em_thread *t = &em->thr[omp_get_thread_num()];
 #pragma omp for schedule(dynamic)
         for (int64_t ch = 0; ch < chunks; ch++) {
-            const int64_t end = (ch + 1) * EM_CHUNK < n ? (ch + 1) * EM_CHUNK : n;
-            for (int64_t i = ch * EM_CHUNK; i < end; i++) {
+            const int64_t end = (ch + 1) * PC_EM_CHUNK < n ? (ch + 1) * PC_EM_CHUNK : n;
+            for (int64_t i = ch * PC_EM_CHUNK; i < end; i++) {
                 const int64_t r = rows ? rows[i] : i;
                 const uint8_t *x = data->values + r * width;
                 const uint8_t *miss = data->missing ? data->missing + r * width : NULL;
-                ll[i] = forward(em, t, x, miss);
-                if (ll[i] > -INFINITY) backward(em, t, x, miss, scale);
+                ll[i] = em->kern.forward(em, t, x, miss);
+                if (ll[i] > -INFINITY) em->kern.backward(em, t, x, miss, scale);
             }
             flush_chunk(em, t, scale);
         }
@@ -420,10 +356,10 @@ pc_status pc_learn_loglik(const pc_hclt *model, const pc_data *data, double *log
         const int64_t width = data->width;
 #pragma omp parallel num_threads(em->num_threads)
         {
-            em_thread *t = &em->thr[omp_get_thread_num()];
-#pragma omp for schedule(dynamic, EM_CHUNK)
+            pc_em_thread *t = &em->thr[omp_get_thread_num()];
+#pragma omp for schedule(dynamic, PC_EM_CHUNK)
             for (int64_t i = 0; i < data->count; i++)
-                logp[i] = forward(em, t, data->values + i * width,
+                logp[i] = em->kern.forward(em, t, data->values + i * width,
                                   data->missing ? data->missing + i * width : NULL);
         }
     }
