@@ -77,6 +77,7 @@ def write_json(path, obj):
     """Writes to a temporary name in the same folder, then renames."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are for everyone to read
     with os.fdopen(fd, "w") as f:
         json.dump(obj, f, indent=1)
         f.write("\n")
@@ -86,6 +87,7 @@ def write_json(path, obj):
 def write_text(path, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    os.chmod(tmp, 0o644)
     with os.fdopen(fd, "w") as f:
         f.write(text)
     os.replace(tmp, path)
