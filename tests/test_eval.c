@@ -202,6 +202,47 @@ static void test_backends_agree(void **state) {
     }
 }
 
+/* Every instruction-set build of the block kernels (PC_CPU_ISA picks one): cpu gives the same
+ * bits on each (integer arithmetic), cpu-fuse stays within TOL_FUSE of ref on each. K values
+ * cover tails of the 16-wide tiles. */
+static void test_isa_paths(void **state) {
+    (void)state;
+    const int32_t Ks[] = {1, 3, 16, 20, 33};
+    const pc_isa best = pc_cpu_best_isa();
+    for (int rep = 0; rep < 5; rep++) {
+        const int32_t K = Ks[rep], C = 5, V = (int32_t)pc_hr_int(1, 80);
+        const int64_t n = pc_hr_int(1, 90);
+        pc_hclt *m = pc_hr_model(V, C, K, 0.3, rep % 2);
+        pc_circuit *c = compile_or_fail(m);
+        uint8_t *missing = NULL;
+        uint8_t *x = pc_hr_data(n, V, C, 0.15, &missing);
+        double *ref = malloc((size_t)n * sizeof *ref), *first = malloc((size_t)n * sizeof *first);
+        double *got = malloc((size_t)n * sizeof *got);
+        assert_true(ref && first && got);
+        score(c, PC_BACKEND_REF, 1, x, missing, n, ref);
+        for (int isa = PC_ISA_SCALAR; isa <= (int)best; isa++) {
+            setenv("PC_CPU_ISA", pc_isa_name((pc_isa)isa), 1);
+            score(c, PC_BACKEND_CPU, 2, x, missing, n, got);
+            if (isa == PC_ISA_SCALAR) memcpy(first, got, (size_t)n * sizeof *got);
+            else if (memcmp(first, got, (size_t)n * sizeof *got) != 0)
+                fail_msg("cpu on %s differs from scalar (K=%d)", pc_isa_name((pc_isa)isa), K);
+            score(c, PC_BACKEND_CPU_FUSE, 1, x, missing, n, got);
+            for (int64_t i = 0; i < n; i++)
+                if (!(got[i] == ref[i] || fabs(got[i] - ref[i]) <= TOL_FUSE))
+                    fail_msg("cpu-fuse on %s, K=%d, sample %lld: %.17g vs ref %.17g",
+                             pc_isa_name((pc_isa)isa), K, (long long)i, got[i], ref[i]);
+        }
+        unsetenv("PC_CPU_ISA");
+        for (int64_t i = 0; i < n; i++)
+            if (!(first[i] == ref[i] || fabs(first[i] - ref[i]) <= TOL_INT))
+                fail_msg("cpu, K=%d, sample %lld: %.17g vs ref %.17g", K, (long long)i, first[i],
+                         ref[i]);
+        free(ref), free(first), free(got), free(x), free(missing);
+        pc_circuit_free(c);
+        pc_hclt_free(m);
+    }
+}
+
 static void test_bad_data(void **state) {
     (void)state;
     pc_hclt *m = pc_hr_model(7, 3, 2, 0.3, 0);
@@ -268,6 +309,7 @@ int main(void) {
         cmocka_unit_test(test_worked_example_f32_gzip),
         cmocka_unit_test(test_ref_sums_to_one),
         cmocka_unit_test(test_backends_agree),
+        cmocka_unit_test(test_isa_paths),
         cmocka_unit_test(test_bad_data),
         cmocka_unit_test(test_backend_names),
         cmocka_unit_test(test_gpu_backend_without_gpu),

@@ -2,6 +2,7 @@
 #include "layers/cpu_common.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include <omp.h>
 
@@ -24,6 +25,14 @@ double pc_cpu_input_row(const pc_circuit *c, int32_t v, int32_t cat, double *rel
     for (int32_t k = 0; k < K; k++) off = fmax(off, rel[k]);
     for (int32_t k = 0; k < K; k++) rel[k] = off > -INFINITY ? rel[k] - off : 0.0;
     return off;
+}
+
+pc_isa pc_cpu_eval_isa(void) {
+    pc_isa best = pc_cpu_best_isa(), asked;
+    const char *name = getenv("PC_CPU_ISA");
+    if (name && pc_isa_parse(name, &asked) == PC_OK && asked != PC_ISA_AUTO && asked < best)
+        return asked;
+    return best;
 }
 
 int pc_cpu_threads(int requested) {

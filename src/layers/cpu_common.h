@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "pc/circuit.h"
+#include "pc/lse.h"
 #include "pc/status.h"
 
 /* Input row of variable v for category cat (cat == C means "missing": LSE over the C
@@ -14,6 +15,11 @@
  * off = max_k input_logp[v, k, cat] in FP64. When every k is -inf, off = -inf and rel = 0, so
  * no NaN can arise from -inf - -inf. */
 double pc_cpu_input_row(const pc_circuit *c, int32_t v, int32_t cat, double *rel);
+
+/* Instruction set of the block kernels: the best this CPU has, or less when the environment
+ * variable PC_CPU_ISA names one ("scalar", "avx2", "avx512"; tests use it to cover every
+ * path). A name the CPU cannot run, or an unknown one, is ignored. */
+pc_isa pc_cpu_eval_isa(void);
 
 /* OpenMP threads to use: requested, or all cores when requested <= 0. */
 int pc_cpu_threads(int requested);

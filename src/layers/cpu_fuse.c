@@ -52,7 +52,7 @@ static pc_status fuse_create(const pc_circuit *c, const pc_eval_opts *opts, void
     s->c = c;
     s->threads = pc_cpu_threads(opts->threads);
     s->block = pc_cpu_block_size(c, sizeof(float));
-    pc_isa isa = pc_cpu_best_isa();
+    pc_isa isa = pc_cpu_eval_isa();
     s->kernel = isa == PC_ISA_AVX512 ? pc_cpu_fuse_block_avx512
                 : isa == PC_ISA_AVX2 ? pc_cpu_fuse_block_avx2
                                      : pc_cpu_fuse_block_base;

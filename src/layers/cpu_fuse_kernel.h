@@ -66,10 +66,10 @@ void PC_FUSE_BLOCK(void *p, int thread, const uint8_t *x, const uint8_t *missing
             if (m == -INFINITY) off = -INFINITY; /* this sample has probability 0 */
             const double shift = m == -INFINITY ? 0.0 : m;
 #pragma omp simd
-            for (int64_t k = 0; k < K; k++) {
-                d[k] = (float)(P[k] - shift);
-                e[k] = pc_cpu_exp_nonpos(d[k]);
-            }
+            for (int64_t k = 0; k < K; k++) d[k] = (float)(P[k] - shift);
+            /* A loop of its own: mixed double/float lanes keep AVX2 builds from vectorising. */
+#pragma omp simd
+            for (int64_t k = 0; k < K; k++) e[k] = pc_cpu_exp_nonpos(d[k]);
             if (t < 0) {
                 float acc = 0.0f;
                 for (int64_t k = 0; k < K; k++) acc = PC_FMA(s->root_exp[k], e[k], acc);

@@ -9,14 +9,19 @@
 
 #include "kernels/lse_cpu.h"
 
-/* e^x for x <= 0 or -inf: exp2 of x log2(e) by pc_exp2_poly (about 1 ulp). Terms below 2^-100
+/* e^x for x <= 0 or -inf (never NaN): exp2 of x log2(e) by pc_exp2_poly (about 1 ulp). Terms below 2^-100
  * are 0 (the exponent arithmetic stays far from subnormals); pc_cpu_sum_is_safe then decides
  * whether the dropped terms could matter. x = 0 gives exactly 1. */
 static inline float pc_cpu_exp_nonpos(float x) {
-    float t = x * PC_LOG2E_F;
-    float c = t < -100.0f ? -100.0f : t; /* -inf too */
-    float e = pc_exp2_poly(c);
-    return t < -100.0f ? 0.0f : e;
+    /* The clamp and the select work on bit patterns: for x <= 0 (-0, -inf included) a larger
+     * magnitude is a larger unsigned pattern. Integer min and masks cannot trap, so the
+     * compiler keeps the loop branch-free and vectorises it (a float compare here would be
+     * turned into a branch under the default -ftrapping-math). */
+    const uint32_t lim = 0xC2C80000u; /* -100.0f */
+    uint32_t tb = pc_f32_to_bits(x * PC_LOG2E_F);
+    float e = pc_exp2_poly(pc_bits_to_f32(tb < lim ? tb : lim));
+    uint32_t keep = 0u - (uint32_t)(tb <= lim);
+    return pc_bits_to_f32(pc_f32_to_bits(e) & keep);
 }
 
 /* Natural log of a normal positive float (FLT_MIN <= x < inf), ~1e-7 relative:
@@ -24,12 +29,13 @@ static inline float pc_cpu_exp_nonpos(float x) {
  * |u| <= 0.1716, series to u^9 (truncation 7e-10); e ln 2 split in two parts so that even
  * e = -126 adds no rounding beyond one ulp. */
 static inline float pc_cpu_log_normal(float x) {
+    /* Integer steps only, for the same reason as in pc_cpu_exp_nonpos: mb holds m in [1, 2);
+     * past sqrt(2) (0x3FB504F3) halve it by lowering its exponent and raise e. */
     uint32_t bits = pc_f32_to_bits(x);
-    int32_t e = (int32_t)(bits >> 23) - 127;
-    float m = pc_bits_to_f32((bits & 0x007fffffu) | 0x3f800000u);
-    int32_t big = m > 1.41421356f;
-    m = big ? 0.5f * m : m;
-    e += big;
+    uint32_t mb = (bits & 0x007fffffu) | 0x3f800000u;
+    uint32_t big = mb > 0x3FB504F3u;
+    int32_t e = (int32_t)(bits >> 23) - 127 + (int32_t)big;
+    float m = pc_bits_to_f32(mb - (big << 23));
     float u = (m - 1.0f) / (m + 1.0f), u2 = u * u;
     float p = 1.0f / 9.0f;
     p = p * u2 + 1.0f / 7.0f;
