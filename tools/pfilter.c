@@ -17,8 +17,9 @@
  * drift apart by Monte Carlo noise), so each step also evaluates, untimed, the FP64 LSE on the
  * same log-weights: |LSE - LSE_ref| and |x^ - x^ with LSE_ref| measure the LSE's own effect.
  * Reported: the LSE call's time per step (median over steps), the whole step's time (median),
- * RMSE of x^ against the simulated truth for both runs, the mean |x^ - x^_ref| of the two runs,
- * and the same-particle differences.
+ * RMSE of x^ against the simulated truth for both runs (and, as a baseline, the RMS of the truth:
+ * the RMSE of always guessing 0), the mean |x^ - x^_ref| of the two runs, and the same-particle
+ * differences.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -227,15 +228,18 @@ int main(int argc, char **argv) {
                     "step %d: truth %.4f est %.4f est_ref %.4f lse %.4f ms step %.4f ms\n", t + 1,
                     truth[t], k.est[t], ref.est[t], k.lse_ms[t], k.step_ms[t]);
     double lse_ms = median(k.lse_ms, T), step_ms = median(k.step_ms, T);
+    double *zero = calloc((size_t)T, sizeof *zero); /* the estimate "always 0", a baseline */
+    double rms_truth = zero ? rmse(zero, truth, T) : NAN;
+    free(zero);
     double lse_ref_ms = median(ref.lse_ms, T);
     if (o.json)
         printf("{\"tool\":\"pfilter\",\"kernel\":\"%s\",\"isa\":\"%s\",\"particles\":%" PRId64
                ",\"steps\":%d,\"threads\":%d,\"seed\":%" PRIu64 ",\"lse_ms\":%.6g,\"lse_ref_ms\":%.6g,"
                "\"step_ms\":%.6g,\"rmse\":%.6g,\"rmse_ref\":%.6g,\"mean_abs_diff_vs_ref\":%.6g,"
-               "\"mean_abs_diff_same_particles\":%.6g,\"mean_lse_abs_err\":%.6g}\n",
+               "\"mean_abs_diff_same_particles\":%.6g,\"mean_lse_abs_err\":%.6g,\"rms_truth\":%.6g}\n",
                pc_lse_kernel_name(o.kernel), pc_isa_name(pc_cpu_best_isa()), o.particles, T,
                o.threads, o.seed, lse_ms, lse_ref_ms, step_ms, rmse(k.est, truth, T),
-               rmse(ref.est, truth, T), diff, diff_same, lse_err);
+               rmse(ref.est, truth, T), diff, diff_same, lse_err, rms_truth);
     else
         printf("pfilter %s, %" PRId64 " particles, %d steps (median per step): LSE %.4f ms "
                "(ref %.4f ms), whole step %.4f ms; RMSE vs truth %.4f (ref %.4f); "
