@@ -85,6 +85,31 @@ def median_ms(fn, inputs, reps):
     return t[len(t) // 2]
 
 
+def graph_ms(fn, inputs, reps, calls=20):
+    """GPU time per call: `calls` calls captured in one CUDA graph (no host work between them),
+    replayed reps times; median over replays divided by calls. None if capture fails."""
+    try:
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for i in range(calls):
+                fn(inputs[i % len(inputs)])
+        g.replay()
+        torch.cuda.synchronize()
+        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+        for a, b in ev:
+            a.record()
+            g.replay()
+            b.record()
+        torch.cuda.synchronize()
+        t = sorted(a.elapsed_time(b) for a, b in ev)
+        del g
+        return t[len(t) // 2] / calls
+    except Exception as e:  # noqa: BLE001 - a method that cannot be captured is reported as such
+        print("graph capture failed:", repr(e)[:200], flush=True)
+        torch.cuda.synchronize()
+        return None
+
+
 def copies(x):
     """The input and enough clones of it that rotating through them defeats L2."""
     nbytes = x.numel() * x.element_size()
@@ -92,6 +117,14 @@ def copies(x):
         return [x]
     n = max(2, math.ceil(ROTATE_BYTES / nbytes))
     return [x] + [x.clone() for _ in range(n - 1)]
+
+
+def fmt(v, digits=4):
+    return "n/a" if v is None else f"{v:.{digits}f}"
+
+
+def ratio(a, b):
+    return "n/a" if a is None or b is None else f"{a / b:.2f}"
 
 
 def gen(b, n, kind, lo, hi):
@@ -117,6 +150,7 @@ def main():
     ap.add_argument("--lib", default="build-gpu/libpcinfer.so")
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--graph-reps", type=int, default=15)
     ap.add_argument("--compile-budget-s", type=float, default=60.0,
                     help="stop timing torch.compile once its compilations took this long in all")
     args = ap.parse_args()
@@ -131,7 +165,7 @@ def main():
     bw = read_bandwidth()
     result = {"gpu": torch.cuda.get_device_name(), "describe": lib.describe(), "driver": driver,
               "torch": torch.__version__, "torch_cuda": torch.version.cuda,
-              "read_bandwidth_TBps": bw / 1e12, "reps": args.reps, "shapes": [], "ranges": []}
+              "read_bandwidth_TBps": bw / 1e12, "reps": args.reps, "graph_reps": args.graph_reps, "shapes": [], "ranges": []}
     compiled = torch.compile(lambda t: torch.logsumexp(t, dim=1))
     compile_spent = 0.0
 
@@ -141,6 +175,7 @@ def main():
         xs = copies(x)
         out = torch.empty(b, device="cuda")
         row["torch_eager_ms"] = median_ms(lambda t: torch.logsumexp(t, dim=1), xs, args.reps)
+        row["torch_eager_graph_ms"] = graph_ms(lambda t: torch.logsumexp(t, dim=1), xs, args.graph_reps)
         if compile_spent < args.compile_budget_s:
             torch.cuda.synchronize()
             t0 = time.perf_counter()
@@ -150,23 +185,29 @@ def main():
             compile_spent += first
             row["torch_compile_first_call_ms"] = first * 1e3
             row["torch_compile_ms"] = median_ms(compiled, xs, args.reps)
+            row["torch_compile_graph_ms"] = graph_ms(compiled, xs, args.graph_reps)
         ref = torch.logsumexp(x.double(), dim=1)
         for name, kernel, dt in OURS:
             xd = [t.to(dt) for t in xs] if dt != torch.float32 else xs
             row[name + "_ms"] = median_ms(lambda t: lib.rows(kernel, t, out), xd, args.reps)
+            row[name + "_graph_ms"] = graph_ms(lambda t: lib.rows(kernel, t, out), xd, args.graph_reps)
             lib.rows(kernel, xd[0], out)
             r = ref if dt == torch.float32 else torch.logsumexp(xd[0].double(), dim=1)
             row[name + "_max_rel_err"], row[name + "_mean_rel_err"] = rel_errors(out, r)
             del xd
         if (b, n) == (512, 128256):
-            row["torch_eager_f16_ms"] = median_ms(lambda t: torch.logsumexp(t, dim=1),
-                                                  [t.half() for t in xs], args.reps)
+            xh = [t.half() for t in xs]
+            row["torch_eager_f16_ms"] = median_ms(lambda t: torch.logsumexp(t, dim=1), xh, args.reps)
+            row["torch_eager_f16_graph_ms"] = graph_ms(lambda t: torch.logsumexp(t, dim=1), xh, args.graph_reps)
+            del xh
         result["shapes"].append(row)
         del xs, x
         torch.cuda.empty_cache()
-        print(f"{b:>8} x {n:<8} eager {row['torch_eager_ms']:.4f}  compile {row.get('torch_compile_ms', float('nan')):.4f}"
-              f"  fuse {row['fuse_f32_ms']:.4f}  f16 {row['fuse_f16_ms']:.4f}  bf16 {row['fuse_bf16_ms']:.4f}"
-              f"  int {row['int_f32_ms']:.4f}  floor {row['floor_ms']:.4f} ms", flush=True)
+        print(f"{b:>8} x {n:<8} call: eager {row['torch_eager_ms']:.4f} compile {row.get('torch_compile_ms', float('nan')):.4f}"
+              f" fuse {row['fuse_f32_ms']:.4f} f16 {row['fuse_f16_ms']:.4f} int {row['int_f32_ms']:.4f} | graph: eager "
+              f"{fmt(row['torch_eager_graph_ms'])} compile {fmt(row.get('torch_compile_graph_ms'))} fuse "
+              f"{fmt(row['fuse_f32_graph_ms'])} f16 {fmt(row['fuse_f16_graph_ms'])} bf16 {fmt(row['fuse_bf16_graph_ms'])}"
+              f" int {fmt(row['int_f32_graph_ms'])} | floor {row['floor_ms']:.4f} ms", flush=True)
 
     for name, kind, lo, hi in RANGES:
         x = gen(512, 128256, kind, lo, hi)
@@ -196,16 +237,16 @@ def plot(result, path):
     rows = {(r["B"], r["N"]): r for r in result["shapes"]}
     ns = [n for n in PLOT_N if (512, n) in rows]
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for key, label in [("torch_eager_ms", "torch eager"), ("torch_compile_ms", "torch.compile"),
-                       ("fuse_f32_ms", "fuse f32"), ("int_f32_ms", "int f32"), ("fuse_f16_ms", "fuse f16"),
-                       ("floor_ms", "read floor (f32)")]:
-        pts = [(n, rows[(512, n)][key]) for n in ns if key in rows[(512, n)]]
+    for key, label in [("torch_eager_graph_ms", "torch eager"), ("torch_compile_graph_ms", "torch.compile"),
+                       ("fuse_f32_graph_ms", "fuse f32"), ("int_f32_graph_ms", "int f32"),
+                       ("fuse_f16_graph_ms", "fuse f16"), ("floor_ms", "read floor (f32)")]:
+        pts = [(n, rows[(512, n)][key]) for n in ns if rows[(512, n)].get(key) is not None]
         if pts:
             ax.plot(*zip(*pts), marker="o", label=label, linestyle="--" if key == "floor_ms" else "-")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("N (B = 512)")
-    ax.set_ylabel("ms per call (median)")
+    ax.set_ylabel("GPU ms per call (CUDA graph, median)")
     ax.set_title(f"Row-wise LSE on {result['gpu']}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
@@ -219,16 +260,26 @@ def write_note(result, path):
              f"{result['describe']}; driver {result['driver']}; torch {result['torch']} (CUDA {result['torch_cuda']}). "
              f"Read floor: torch.sum over 4 GiB at {result['read_bandwidth_TBps']:.2f} TB/s. "
              f"CUDA-event medians of {result['reps']} runs; inputs over L2 rotate.", "",
-             "| B x N | eager ms | compile ms (first call) | fuse f32 ms | f16 | bf16 | int f32 | floor | "
-             "eager / fuse | fuse / floor | f16 / f32 |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "GPU time: 20 calls captured in one CUDA graph, median of replays / 20 (no host time). "
+             "Per call: one call between two events, host overhead of the Python call included.", "",
+             "| B x N | GPU ms: eager | compile | fuse f32 | f16 | bf16 | int f32 | floor | "
+             "eager / fuse | fuse / floor | f16 / f32 | per call ms: eager | compile (first call) | fuse f32 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["shapes"]:
-        comp = (f"{r['torch_compile_ms']:.4f} ({r['torch_compile_first_call_ms']:.0f})"
+        comp = (f"{r['torch_compile_ms']:.4f} ({r['torch_compile_first_call_ms']:.0f} ms)"
                 if "torch_compile_ms" in r else "not run")
-        lines.append(f"| {r['B']} x {r['N']} | {r['torch_eager_ms']:.4f} | {comp} | {r['fuse_f32_ms']:.4f} | "
-                     f"{r['fuse_f16_ms']:.4f} | {r['fuse_bf16_ms']:.4f} | {r['int_f32_ms']:.4f} | "
-                     f"{r['floor_ms']:.4f} | {r['torch_eager_ms'] / r['fuse_f32_ms']:.1f}x | "
-                     f"{r['fuse_f32_ms'] / r['floor_ms']:.2f} | {r['fuse_f16_ms'] / r['fuse_f32_ms']:.2f} |")
+        lines.append(f"| {r['B']} x {r['N']} | {fmt(r['torch_eager_graph_ms'])} | {fmt(r.get('torch_compile_graph_ms'))} | "
+                     f"{fmt(r['fuse_f32_graph_ms'])} | {fmt(r['fuse_f16_graph_ms'])} | {fmt(r['fuse_bf16_graph_ms'])} | "
+                     f"{fmt(r['int_f32_graph_ms'])} | {r['floor_ms']:.4f} | "
+                     f"{ratio(r['torch_eager_graph_ms'], r['fuse_f32_graph_ms'])} | "
+                     f"{ratio(r['fuse_f32_graph_ms'], r['floor_ms'])} | "
+                     f"{ratio(r['fuse_f16_graph_ms'], r['fuse_f32_graph_ms'])} | "
+                     f"{r['torch_eager_ms']:.4f} | {comp} | {r['fuse_f32_ms']:.4f} |")
+    for r in result["shapes"]:
+        if "torch_eager_f16_graph_ms" in r:
+            lines += ["", f"f16 input at {r['B']} x {r['N']}: torch eager {fmt(r['torch_eager_f16_graph_ms'])} ms GPU, "
+                      f"fuse f16 {fmt(r['fuse_f16_graph_ms'])} ms GPU "
+                      f"({ratio(r['torch_eager_f16_graph_ms'], r['fuse_f16_graph_ms'])}x)."]
     lines += ["", "Accuracy at 512 x 128256 (relative to max(1, |ref|), FP64 torch reference of the values read):", "",
               "| range | fuse f32 max / mean | fuse f16 | fuse bf16 | int f32 | torch eager f32 |", "|---|---|---|---|---|---|"]
     for e in result["ranges"]:

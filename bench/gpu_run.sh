@@ -6,18 +6,22 @@
 # Optional: .device-deps/*.deb (cmocka packages) are unpacked to /tmp/deps when present.
 set -u
 OUT=${OUT:-bench/results/gpu-run}
-BUILD=${BUILD:-build-gpu}
+BUILD=${BUILD:-build-gpu-lse} # its own folder: a warm machine may hold another build-gpu
 mkdir -p "$OUT"
 
 if ls .device-deps/*.deb >/dev/null 2>&1; then
     for f in .device-deps/*.deb; do dpkg -x "$f" /tmp/deps; done
-    sed -i 's#^prefix=.*#prefix=/tmp/deps/usr#' /tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig/cmocka.pc
+    # The packaged cmocka.pc names /usr directly: point it (and the compiler) at /tmp/deps.
+    sed -i 's#^prefix=.*#prefix=/tmp/deps/usr#; s#-L/usr/#-L/tmp/deps/usr/#; s#-I/usr/include#-I/tmp/deps/usr/include#' \
+        /tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig/cmocka.pc
+    export CPATH=/tmp/deps/usr/include LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu
     export PKG_CONFIG_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig
     export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 export PATH=$PATH:/usr/local/cuda/bin
 
 t0=$(date +%s)
+rm -rf "$BUILD" # a fresh configure: cached pkg-config results of an earlier run may be stale
 if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release &&
        cmake --build "$BUILD" -j "$(nproc)" --target pcinfer test_cuda_lse; } >"$OUT/build.log" 2>&1; then
     tail -40 "$OUT/build.log"

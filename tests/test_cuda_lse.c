@@ -20,6 +20,13 @@
 #include "pc/cuda.h"
 #include "pc/lse.h"
 
+/* A library call that must succeed; on failure the message names the failing CUDA call. */
+#define CHECK_OK(call)                                                                         \
+    do {                                                                                       \
+        pc_status check_st_ = (call);                                                          \
+        if (check_st_ != PC_OK) fail_msg("%s: %s (%s)", #call, pc_status_str(check_st_), pc_last_error()); \
+    } while (0)
+
 /* Bounds, relative to max(1, |ref|) (the CPU kernels use the same ones). */
 #define FUSE_ROW_TOL 1e-5
 #define FUSE_MEAN_TOL 1e-6
@@ -141,7 +148,7 @@ static void *xalloc(size_t bytes) {
 
 static void *dev_alloc(size_t bytes) {
     void *d = NULL;
-    assert_int_equal(pc_cuda_malloc(&d, bytes ? bytes : 16), PC_OK);
+    CHECK_OK(pc_cuda_malloc(&d, bytes ? bytes : 16));
     return d;
 }
 
@@ -157,14 +164,14 @@ static errs run_rows(pc_lse_kernel k, pc_dtype d, const void *x, int64_t rows, i
     size_t bytes = (size_t)(rows * stride) * pc_dtype_size(d), scratch = 0;
     void *d_x = dev_alloc(bytes), *d_scratch = NULL;
     float *d_out = dev_alloc((size_t)rows * 4), *out = xalloc((size_t)rows * 4);
-    assert_int_equal(pc_cuda_memcpy_h2d(d_x, x, bytes), PC_OK);
-    assert_int_equal(pc_lse_rows_cuda(k, d, d_x, rows, cols, stride, d_out, NULL, &scratch, NULL), PC_OK);
+    CHECK_OK(pc_cuda_memcpy_h2d(d_x, x, bytes));
+    CHECK_OK(pc_lse_rows_cuda(k, d, d_x, rows, cols, stride, d_out, NULL, &scratch, NULL));
     assert_true(scratch > 0);
     d_scratch = dev_alloc(scratch);
-    assert_int_equal(pc_cuda_memset(d_out, 0xFF, (size_t)rows * 4), PC_OK);
-    assert_int_equal(pc_lse_rows_cuda(k, d, d_x, rows, cols, stride, d_out, d_scratch, &scratch, NULL), PC_OK);
-    assert_int_equal(pc_cuda_synchronize(), PC_OK);
-    assert_int_equal(pc_cuda_memcpy_d2h(out, d_out, (size_t)rows * 4), PC_OK);
+    CHECK_OK(pc_cuda_memset(d_out, 0xFF, (size_t)rows * 4));
+    CHECK_OK(pc_lse_rows_cuda(k, d, d_x, rows, cols, stride, d_out, d_scratch, &scratch, NULL));
+    CHECK_OK(pc_cuda_synchronize());
+    CHECK_OK(pc_cuda_memcpy_d2h(out, d_out, (size_t)rows * 4));
     errs e = {0, 0};
     for (int64_t r = 0; r < rows; r++) {
         double er = rel_err(out[r], ref[r]);
@@ -312,12 +319,12 @@ static void check_weighted(pc_lse_kernel k, const float *w, const float *x, int6
     float *d_w = dev_alloc((size_t)(outs * ins) * 4), *d_x = dev_alloc((size_t)(batch * x_stride) * 4);
     float *d_out = dev_alloc((size_t)(batch * outs) * 4), *out = xalloc((size_t)(batch * outs) * 4);
     double *z = xalloc((size_t)(ins ? ins : 1) * sizeof(double));
-    assert_int_equal(pc_cuda_memcpy_h2d(d_w, w, (size_t)(outs * ins) * 4), PC_OK);
-    assert_int_equal(pc_cuda_memcpy_h2d(d_x, x, (size_t)(batch * x_stride) * 4), PC_OK);
-    assert_int_equal(pc_cuda_memset(d_out, 0xFF, (size_t)(batch * outs) * 4), PC_OK);
-    assert_int_equal(pc_lse_weighted_cuda(k, d_w, d_x, batch, outs, ins, x_stride, d_out, NULL), PC_OK);
-    assert_int_equal(pc_cuda_synchronize(), PC_OK);
-    assert_int_equal(pc_cuda_memcpy_d2h(out, d_out, (size_t)(batch * outs) * 4), PC_OK);
+    CHECK_OK(pc_cuda_memcpy_h2d(d_w, w, (size_t)(outs * ins) * 4));
+    CHECK_OK(pc_cuda_memcpy_h2d(d_x, x, (size_t)(batch * x_stride) * 4));
+    CHECK_OK(pc_cuda_memset(d_out, 0xFF, (size_t)(batch * outs) * 4));
+    CHECK_OK(pc_lse_weighted_cuda(k, d_w, d_x, batch, outs, ins, x_stride, d_out, NULL));
+    CHECK_OK(pc_cuda_synchronize());
+    CHECK_OK(pc_cuda_memcpy_d2h(out, d_out, (size_t)(batch * outs) * 4));
     double max = 0, mean = 0;
     for (int64_t b = 0; b < batch; b++)
         for (int64_t j = 0; j < outs; j++) {
@@ -383,12 +390,12 @@ static void test_backward(void **state) {
     lse[3] = -INFINITY, lse[4] = NAN;
     float *d_x = dev_alloc((size_t)(rows * stride) * 4), *d_l = dev_alloc((size_t)rows * 4);
     float *d_g = dev_alloc((size_t)(rows * gs) * 4);
-    assert_int_equal(pc_cuda_memcpy_h2d(d_x, x, (size_t)(rows * stride) * 4), PC_OK);
-    assert_int_equal(pc_cuda_memcpy_h2d(d_l, lse, (size_t)rows * 4), PC_OK);
-    assert_int_equal(pc_cuda_memset(d_g, 0xFF, (size_t)(rows * gs) * 4), PC_OK);
-    assert_int_equal(pc_lse_backward_cuda(d_x, d_l, rows, cols, stride, d_g, gs, NULL), PC_OK);
-    assert_int_equal(pc_cuda_synchronize(), PC_OK);
-    assert_int_equal(pc_cuda_memcpy_d2h(g, d_g, (size_t)(rows * gs) * 4), PC_OK);
+    CHECK_OK(pc_cuda_memcpy_h2d(d_x, x, (size_t)(rows * stride) * 4));
+    CHECK_OK(pc_cuda_memcpy_h2d(d_l, lse, (size_t)rows * 4));
+    CHECK_OK(pc_cuda_memset(d_g, 0xFF, (size_t)(rows * gs) * 4));
+    CHECK_OK(pc_lse_backward_cuda(d_x, d_l, rows, cols, stride, d_g, gs, NULL));
+    CHECK_OK(pc_cuda_synchronize());
+    CHECK_OK(pc_cuda_memcpy_d2h(g, d_g, (size_t)(rows * gs) * 4));
     double max = 0;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t i = 0; i < gs; i++) {
@@ -418,7 +425,7 @@ static void test_arguments(void **state) {
     float *d_x = dev_alloc(4096), *d_out = dev_alloc(64), out[16];
     void *d_s = dev_alloc(1 << 16);
     size_t sb = 1 << 16, small = 0;
-    assert_int_equal(pc_cuda_memset(d_out, 0xFF, 64), PC_OK);
+    CHECK_OK(pc_cuda_memset(d_out, 0xFF, 64));
     assert_int_equal(pc_lse_rows_cuda(PC_LSE_FUSE, PC_F32, d_x, 4, 8, 8, d_out, d_s, NULL, NULL), PC_ERR_ARG);
     assert_int_equal(pc_lse_rows_cuda(PC_LSE_FUSE, PC_F32, d_x, -1, 8, 8, d_out, d_s, &sb, NULL), PC_ERR_ARG);
     assert_int_equal(pc_lse_rows_cuda(PC_LSE_FUSE, PC_F32, d_x, 4, -8, 8, d_out, d_s, &sb, NULL), PC_ERR_ARG);
@@ -434,7 +441,7 @@ static void test_arguments(void **state) {
     assert_int_equal(pc_lse_rows_cuda(PC_LSE_FUSE, PC_F32, (char *)d_x + 2, 4, 8, 8, d_out, d_s, &sb, NULL),
                      PC_ERR_ARG);
     /* A split shape needs scratch; one byte less than it asked for is refused. */
-    assert_int_equal(pc_lse_rows_cuda(PC_LSE_FUSE, PC_F32, NULL, 1, 1 << 22, 1 << 22, NULL, NULL, &small, NULL), PC_OK);
+    CHECK_OK(pc_lse_rows_cuda(PC_LSE_FUSE, PC_F32, NULL, 1, 1 << 22, 1 << 22, NULL, NULL, &small, NULL));
     assert_true(small > 16);
     small -= 1;
     assert_int_equal(pc_lse_rows_cuda(PC_LSE_FUSE, PC_F32, d_x, 1, 1 << 22, 1 << 22, d_out, d_s, &small, NULL),
@@ -449,8 +456,8 @@ static void test_arguments(void **state) {
     assert_int_equal(pc_lse_backward_cuda(d_x, d_x, 2, 4, 4, d_out, 3, NULL), PC_ERR_ARG);
     assert_int_equal(pc_lse_backward_cuda(d_x, NULL, 2, 4, 4, d_out, 4, NULL), PC_ERR_ARG);
     assert_int_equal(pc_lse_backward_cuda(d_x, d_x, -2, 4, 4, d_out, 4, NULL), PC_ERR_ARG);
-    assert_int_equal(pc_cuda_synchronize(), PC_OK);
-    assert_int_equal(pc_cuda_memcpy_d2h(out, d_out, 64), PC_OK);
+    CHECK_OK(pc_cuda_synchronize());
+    CHECK_OK(pc_cuda_memcpy_d2h(out, d_out, 64));
     for (int i = 0; i < 16; i++) assert_int_equal(f32_bits(out[i]), 0xFFFFFFFFu);
     pc_cuda_free(d_x);
     pc_cuda_free(d_out);
@@ -465,12 +472,12 @@ static void test_cuda_errors(void **state) {
     /* Neither event of a fresh timer was recorded: cudaEventElapsedTime refuses. */
     pc_cuda_timer *t = NULL;
     float ms = 0;
-    assert_int_equal(pc_cuda_timer_create(&t), PC_OK);
+    CHECK_OK(pc_cuda_timer_create(&t));
     assert_int_equal(pc_cuda_timer_elapsed_ms(t, &ms), PC_ERR_CUDA);
     assert_non_null(strstr(pc_last_error(), "cudaEvent"));
     pc_cuda_timer_free(t);
     char text[256];
-    assert_int_equal(pc_cuda_describe(text, sizeof text), PC_OK);
+    CHECK_OK(pc_cuda_describe(text, sizeof text));
     printf("  %s\n", text);
 }
 

@@ -3,6 +3,8 @@
  * A failing call records "<call text> failed (<file>:<line>): <error string>" through pc_fail
  * with PC_ERR_CUDA, stores that code in the enclosing function's `pc_status st`, and jumps to its
  * `cleanup:` label, so device memory and events are released on every path and nothing exits.
+ * The runtime's last-error slot is cleared once the error is recorded: otherwise an error that
+ * was already returned would be reported again by the next cudaGetLastError() after a launch.
  * Kernel launches are followed by PC_CUDA_CHECK(cudaGetLastError()). */
 #ifndef PC_CUDA_CHECK_CUH
 #define PC_CUDA_CHECK_CUH
@@ -25,6 +27,7 @@ static inline const char *pc_cuda_file_base(const char *path) {
             st = pc_fail(PC_ERR_CUDA, "%s failed (%s:%d): %s", #call,                         \
                          pc_cuda_file_base(__FILE__), __LINE__,                               \
                          cudaGetErrorString(pc_cuda_err_));                                   \
+            cudaGetLastError(); /* reported: do not let it resurface at a later launch check */ \
             goto cleanup;                                                                     \
         }                                                                                     \
     } while (0)

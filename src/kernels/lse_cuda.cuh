@@ -60,58 +60,91 @@ __device__ __forceinline__ void unpack(uint4 u, int32_t *v, const int16_t *) {
 }
 
 /* ---- fuse: online (max, sum) in base 2 -----------------------------------------------------
- * State: m = the largest element seen (natural units, -inf when none), o = offset(m) in log2
- * units, s = sum_i 2^(x_i * log2e - o). Each element costs one FFMA and one EX2; the offset is
- * the rounded product m * log2e itself, so its rounding cancels in the final o + log2(s).
- * offset(m): 0 when m is -inf (no element yet) or +inf (the result is +inf or NaN); +inf when
- * |m| * log2e overflows float (|m| > 2.36e38: then every term is 0 and the result is m, exact
- * in float since log(N) is far below half an ulp of m); else m * log2e. */
+ * State: m = the largest element seen (natural units; -inf when none), o = the offset in log2
+ * units that s is relative to, s = sum_i 2^(x_i * log2e - o).
+ *   |m| <= 2^29 (every ordinary input): o = fl(m * log2e), and each element costs one FFMA and
+ *     one EX2: 2^fma(x, log2e, -o). The FFMA sees the exact product x * log2e, so the rounding
+ *     of o cancels in the final o + log2(s); it leaves a factor 2^r in s with |r| <= ulp(o)/2
+ *     <= 32, far from float's range limits.
+ *   |m| > 2^29 ("wide" rows, values up to FLT_MAX): ulp(o) would make 2^r overflow, so o is
+ *     +inf as a mark, s is relative to m itself (terms 2^((x - m) log2e), one more FADD) and the
+ *     result is m + ln(s).
+ *   m = +-inf: o = 0; the result is m (or NaN).
+ * err(m, o) = o - m * log2e, exact through an FMA, lets s move between any two offsets. */
 struct FuseState {
     float m, o, s;
 };
 
-__device__ __forceinline__ float fuse_offset(float m) {
+constexpr float kFuseWide = 536870912.0f; /* 2^29 */
+
+__host__ __device__ __forceinline__ float fuse_offset(float m) {
     if (m == -INFINITY || m == INFINITY) return 0.0f;
-    float o = m * kLog2e;
-    return fabsf(o) <= 3.402823466e38f ? o : INFINITY;
+    return fabsf(m) <= kFuseWide ? m * kLog2e : INFINITY;
 }
 
-/* s from offset `from` to offset `to`. A zero sum stays zero (it may sit at an infinite offset,
- * where the factor would be inf * 0); NaN stays NaN. */
-__device__ __forceinline__ float fuse_rescale(float s, float from, float to) {
-    return (s == 0.0f || from == to) ? s : s * exp2f(from - to);
+__host__ __device__ __forceinline__ float fuse_err(float m, float o) {
+    return o == INFINITY || m == INFINITY || m == -INFINITY ? 0.0f : -fmaf(m, kLog2e, -o);
 }
 
-__device__ __forceinline__ FuseState fuse_init() { return FuseState{-INFINITY, 0.0f, 0.0f}; }
+/* s relative to the offset of (m1, o1) moved to that of (m2, o2), m2 >= m1. A zero sum stays
+ * zero (its old offset may be infinite); NaN stays NaN; m2 = +inf sends finite sums to 0. */
+__host__ __device__ __forceinline__ float fuse_rescale(float s, float m1, float o1, float m2, float o2) {
+    if (s == 0.0f || m1 == m2) return s;
+    return s * exp2f((m1 - m2) * kLog2e + (fuse_err(m1, o1) - fuse_err(m2, o2)));
+}
+
+__host__ __device__ __forceinline__ FuseState fuse_init() { return FuseState{-INFINITY, 0.0f, 0.0f}; }
+
+/* Pairwise (tree) max and sum of N values: short dependency chains keep the FP32 pipes busy
+ * where a serial chain of N FADDs would stall each warp. */
+template <int N>
+__host__ __device__ __forceinline__ float tree_max(float *v) {
+#pragma unroll
+    for (int n = N; n > 1; n = (n + 1) / 2)
+#pragma unroll
+        for (int i = 0; i < n / 2; i++) v[i] = fmaxf(v[i], v[i + (n + 1) / 2]);
+    return v[0];
+}
+template <int N>
+__host__ __device__ __forceinline__ float tree_sum(float *v) {
+#pragma unroll
+    for (int n = N; n > 1; n = (n + 1) / 2)
+#pragma unroll
+        for (int i = 0; i < n / 2; i++) v[i] += v[i + (n + 1) / 2];
+    return v[0];
+}
 
 template <int N>
-__device__ __forceinline__ void fuse_add(FuseState &st, const float *v) {
-    float cm = v[0];
+__host__ __device__ __forceinline__ void fuse_add(FuseState &st, const float *v) {
+    float t[N];
 #pragma unroll
-    for (int i = 1; i < N; i++) cm = fmaxf(cm, v[i]);
-    float m = fmaxf(st.m, cm); /* fmaxf ignores NaN; NaN reaches s through its term */
+    for (int i = 0; i < N; i++) t[i] = v[i];
+    const float m = fmaxf(st.m, tree_max<N>(t)); /* fmaxf ignores NaN; NaN reaches s through its term */
     if (m != st.m) {
-        float o = fuse_offset(m);
-        st.s = fuse_rescale(st.s, st.o, o);
+        const float o = fuse_offset(m);
+        st.s = fuse_rescale(st.s, st.m, st.o, m, o);
         st.o = o, st.m = m;
     }
-    float s = st.s;
+    if (st.o != INFINITY) {
 #pragma unroll
-    for (int i = 0; i < N; i++) s += exp2f(fmaf(v[i], kLog2e, -st.o));
-    st.s = s;
+        for (int i = 0; i < N; i++) t[i] = exp2f(fmaf(v[i], kLog2e, -st.o));
+    } else {
+#pragma unroll
+        for (int i = 0; i < N; i++) t[i] = exp2f((v[i] - st.m) * kLog2e);
+    }
+    st.s += tree_sum<N>(t);
 }
 
-__device__ __forceinline__ FuseState fuse_merge(FuseState a, FuseState b) {
-    float m = fmaxf(a.m, b.m);
-    float o = fuse_offset(m);
-    return FuseState{m, o, fuse_rescale(a.s, a.o, o) + fuse_rescale(b.s, b.o, o)};
+__host__ __device__ __forceinline__ FuseState fuse_merge(FuseState a, FuseState b) {
+    const float m = fmaxf(a.m, b.m), o = fuse_offset(m);
+    return FuseState{m, o, fuse_rescale(a.s, a.m, a.o, m, o) + fuse_rescale(b.s, b.m, b.o, m, o)};
 }
 
-__device__ __forceinline__ float fuse_final(FuseState st) {
+__host__ __device__ __forceinline__ float fuse_final(FuseState st) {
     if (st.s != st.s) return NAN;
     if (st.m == INFINITY || st.m == -INFINITY) return st.m;
-    if (st.o == INFINITY) return st.m;
-    return (st.o + __log2f(st.s)) * kLn2;
+    if (st.o == INFINITY) return st.m + log2f(st.s) * kLn2;
+    return (st.o + log2f(st.s)) * kLn2;
 }
 
 /* ---- int on float input: (float max, Q16.16 LSE relative to it) ----------------------------
@@ -127,11 +160,11 @@ struct IntState {
     int32_t nan;
 };
 
-__device__ __forceinline__ IntState int_init() { return IntState{-INFINITY, PC_INT_FLOOR, 0}; }
+__host__ __device__ __forceinline__ IntState int_init() { return IntState{-INFINITY, PC_INT_FLOOR, 0}; }
 
 /* Balanced tree over v[0:N] (N a power of two), pairing v[i] with v[i + N/2] like pc_int_tree. */
 template <int N>
-__device__ __forceinline__ int32_t int_tree(int32_t *v, const int32_t *table) {
+__host__ __device__ __forceinline__ int32_t int_tree(int32_t *v, const int32_t *table) {
 #pragma unroll
     for (int n = N; n > 1; n /= 2) {
 #pragma unroll
@@ -141,21 +174,21 @@ __device__ __forceinline__ int32_t int_tree(int32_t *v, const int32_t *table) {
 }
 
 /* q (relative to max `from`) moved to the larger max `to`, clamped at the floor. */
-__device__ __forceinline__ int32_t int_move(int32_t q, float from, float to) {
+__host__ __device__ __forceinline__ int32_t int_move(int32_t q, float from, float to) {
     if (from == to) return q;
     int32_t d = pc_int_from_shifted(from - to); /* -inf, NaN (inf - inf) -> floor */
     int32_t r = q + d;
     return r > PC_INT_FLOOR ? r : PC_INT_FLOOR;
 }
 
-__device__ __forceinline__ IntState int_merge(IntState a, IntState b, const int32_t *table) {
+__host__ __device__ __forceinline__ IntState int_merge(IntState a, IntState b, const int32_t *table) {
     float m = fmaxf(a.m, b.m);
     int32_t qa = int_move(a.q, a.m, m), qb = int_move(b.q, b.m, m);
     return IntState{m, pc_int_lse2(qa, qb, table), a.nan | b.nan};
 }
 
 template <int N>
-__device__ __forceinline__ void int_add(IntState &st, const float *v, const int32_t *table) {
+__host__ __device__ __forceinline__ void int_add(IntState &st, const float *v, const int32_t *table) {
     float cm = v[0];
     int32_t nan = 0;
 #pragma unroll
@@ -170,7 +203,7 @@ __device__ __forceinline__ void int_add(IntState &st, const float *v, const int3
     st = int_merge(st, c, table);
 }
 
-__device__ __forceinline__ float int_final(IntState st) {
+__host__ __device__ __forceinline__ float int_final(IntState st) {
     if (st.nan) return NAN;
     if (st.m == INFINITY || st.m == -INFINITY) return st.m;
     return st.m + (float)((double)st.q * PC_INT_UNIT_NATS);
@@ -184,21 +217,21 @@ struct IntQState {
     int32_t q;
 };
 
-__device__ __forceinline__ IntQState intq_init() { return IntQState{INT16_MIN, PC_INT_FLOOR}; }
+__host__ __device__ __forceinline__ IntQState intq_init() { return IntQState{INT16_MIN, PC_INT_FLOOR}; }
 
-__device__ __forceinline__ int32_t intq_move(int32_t q, int32_t from, int32_t to) {
+__host__ __device__ __forceinline__ int32_t intq_move(int32_t q, int32_t from, int32_t to) {
     if (from == to) return q;
     int32_t r = from == INT16_MIN ? PC_INT_FLOOR : q + (from - to) * 1024;
     return r > PC_INT_FLOOR ? r : PC_INT_FLOOR;
 }
 
-__device__ __forceinline__ IntQState intq_merge(IntQState a, IntQState b, const int32_t *table) {
+__host__ __device__ __forceinline__ IntQState intq_merge(IntQState a, IntQState b, const int32_t *table) {
     int32_t m = max(a.m, b.m);
     return IntQState{m, pc_int_lse2(intq_move(a.q, a.m, m), intq_move(b.q, b.m, m), table)};
 }
 
 template <int N>
-__device__ __forceinline__ void intq_add(IntQState &st, const int32_t *v, const int32_t *table) {
+__host__ __device__ __forceinline__ void intq_add(IntQState &st, const int32_t *v, const int32_t *table) {
     int32_t cm = v[0];
 #pragma unroll
     for (int i = 1; i < N; i++) cm = max(cm, v[i]);
@@ -209,7 +242,7 @@ __device__ __forceinline__ void intq_add(IntQState &st, const int32_t *v, const 
     st = intq_merge(st, c, table);
 }
 
-__device__ __forceinline__ float intq_final(IntQState st) {
+__host__ __device__ __forceinline__ float intq_final(IntQState st) {
     if (st.m == INT16_MIN) return -INFINITY;
     return (float)(((double)st.m * 1024.0 + (double)st.q) * PC_INT_UNIT_NATS);
 }
