@@ -1,5 +1,9 @@
 /* The scalar CPU path: every primitive of lse_cpu.h in plain C. Always available, always
  * correct; the SIMD paths must agree with it (int: bit for bit). */
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
 #include "kernels/lse_cpu.h"
 
 /* Max pass then exp pass over one chunk of at most PC_CPU_FUSE_CHUNK floats. */
@@ -45,8 +49,19 @@ static void max_f32(const float *x, int64_t n, float *m_out, int *has_nan) {
     *has_nan = nan;
 }
 
+/* pc_int_from_shifted() with the rounding inlined: lrintf is a library call unless errno is
+ * ignored, and cvtss2si rounds the same way (to nearest even, the default mode). */
+static inline int32_t from_shifted(float d) {
+    float q = d * (float)PC_INT_SCALE_F;
+#if defined(__SSE__)
+    return q > (float)PC_INT_FLOOR ? _mm_cvtss_si32(_mm_set_ss(q)) : PC_INT_FLOOR;
+#else
+    return pc_int_from_shifted(d);
+#endif
+}
+
 static void quantize_f32(const float *x, int64_t n, float m, int32_t *q) {
-    for (int64_t i = 0; i < n; i++) q[i] = pc_int_from_shifted(x[i] - m);
+    for (int64_t i = 0; i < n; i++) q[i] = from_shifted(x[i] - m);
 }
 
 static int32_t int_tree(int32_t *buf, int64_t n, const int32_t *table, const uint32_t *packed) {
