@@ -4,8 +4,8 @@
  *   tokenlp --device cpu|cuda --rows R --vocab V [--dtype f32|bf16] [--kernel ref|fuse|int]
  *           [--threads T] [--sd S] [--reps N] [--seed S] [--json]
  *
- * --kernel picks the CPU path (the GPU has one). Logits are N(0, S^2) per element (S = 3 by default, a spread like a language model's), targets
- * uniform. The time is the median of --reps calls after one warm-up call; on the GPU each call is
+ * --kernel picks the CPU path (the GPU has one). Logits are N(0, S^2) per element (S = 3 by
+ * default, a spread like a language model's), targets uniform. The time is the median of --reps calls after one warm-up call; on the GPU each call is
  * timed with CUDA events and, when the logits are smaller than 256 MB, the calls rotate over
  * copies so that no call reads from a warm 60 MB L2. GB/s counts the logit bytes only.
  */
