@@ -50,23 +50,23 @@
 #define PC_INT_PACKED_LEN (PC_INT_TABLE_LEN - 1)
 #define PC_INT_PACK_BITS 17
 
-/* The primitives of one instruction set. n is at most one chunk unless said otherwise. */
+/* The primitives of one instruction set, over runs of any length n (the drivers pass one chunk
+ * to fuse_chunk and, per chunk, to int_tree; fuse_chunk prefetches one chunk ahead). */
 typedef struct pc_lse_cpu_impl {
     /* m = max of x[0:n] ignoring NaN (-inf if none); s = sum of exp(x_i - m') with m' = m, or
      * 0 when m = -inf. s is NaN when x holds a NaN or when m = +inf (the caller rescans). */
     void (*fuse_chunk)(const float *x, int64_t n, float *m, float *s);
     /* dst[0:n] = the f16 or bf16 values src[0:n] as floats (exact). */
     void (*widen)(pc_dtype dtype, const uint16_t *src, int64_t n, float *dst);
-    /* Max of x[0:n] ignoring NaN (-inf if none); *has_nan set to 1 if x holds a NaN. Any n. */
+    /* Max of x[0:n] ignoring NaN (-inf if none); *has_nan set to 1 if x holds a NaN. */
     void (*max_f32)(const float *x, int64_t n, float *m, int *has_nan);
     /* q[i] = Q16.16 of x[i] - m, clamped at PC_INT_FLOOR (pc_int_from_shifted). */
     void (*quantize_f32)(const float *x, int64_t n, float m, int32_t *q);
     /* Balanced tree of pc_int_tree over buf[0:n] (n >= 1, destroys buf), same bits. */
     int32_t (*int_tree)(int32_t *buf, int64_t n, const int32_t *table, const uint32_t *packed);
-    /* out[0:n] = exp(x[i] - shift) with IEEE semantics: -inf -> 0, NaN -> NaN, overflow -> inf.
-     * Any n. */
+    /* out[0:n] = exp(x[i] - shift) with IEEE semantics: -inf -> 0, NaN -> NaN, overflow -> inf. */
     void (*exp_shifted)(const float *x, int64_t n, float shift, float *out);
-    /* sum a[i] * b[i] in float. Any n. */
+    /* sum a[i] * b[i] in float. */
     float (*dot)(const float *a, const float *b, int64_t n);
 } pc_lse_cpu_impl;
 
