@@ -61,9 +61,10 @@ typedef struct knobs {
     int vlen;            /* format as a variable-length string (as h5py writes it) */
     const char *skip;    /* a dataset or attribute to leave out */
     const char *reshape; /* a dataset written with one more row */
+    const char *as_int;  /* a float dataset stored as int32 */
 } knobs;
 
-static const knobs plain = {"pcinfer-hclt", 1, 0, NULL, NULL};
+static const knobs plain = {"pcinfer-hclt", 1, 0, NULL, NULL, NULL};
 
 static void put_int_attr(hid_t f, const char *name, int value, const knobs *k) {
     if (k->skip && !strcmp(k->skip, name)) return;
@@ -90,6 +91,7 @@ static void put_dataset(hid_t f, const char *name, int rank, hsize_t *dims, hid_
     hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
     H5Pset_create_intermediate_group(lcpl, 1);
     hid_t sp = H5Screate_simple(rank, d, NULL);
+    if (k->as_int && !strcmp(k->as_int, name)) ftype = H5T_STD_I32LE;
     hid_t ds = H5Dcreate2(f, name, ftype, sp, lcpl, H5P_DEFAULT, H5P_DEFAULT);
     assert_true(ds >= 0);
     assert_true(H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0);
@@ -243,17 +245,19 @@ static void test_schema_errors(void **state) {
         knobs k;
         const char *frag1, *frag2;
     } cases[] = {
-        {{"pcinfer-hmm", 1, 0, NULL, NULL}, "'format'", "pcinfer-hmm"},
-        {{"pcinfer-hclt", 2, 0, NULL, NULL}, "version 2", NULL},
-        {{"pcinfer-hclt", 1, 1, "format", NULL}, "'format' is missing", NULL},
-        {{"pcinfer-hclt", 1, 0, "num_latents", NULL}, "'num_latents' is missing", NULL},
-        {{"pcinfer-hclt", 1, 0, "/params/trans_logw", NULL}, "/params/trans_logw is missing", NULL},
-        {{"pcinfer-hclt", 1, 0, "/structure/parent", NULL}, "/structure/parent is missing", NULL},
-        {{"pcinfer-hclt", 1, 0, NULL, "/params/input_logp"}, "/params/input_logp has shape [9, 4, 3]",
+        {{"pcinfer-hmm", 1, 0, NULL, NULL, NULL}, "'format'", "pcinfer-hmm"},
+        {{"pcinfer-hclt", 2, 0, NULL, NULL, NULL}, "version 2", NULL},
+        {{"pcinfer-hclt", 1, 1, "format", NULL, NULL}, "'format' is missing", NULL},
+        {{"pcinfer-hclt", 1, 0, "num_latents", NULL, NULL}, "'num_latents' is missing", NULL},
+        {{"pcinfer-hclt", 1, 0, "/params/trans_logw", NULL, NULL}, "/params/trans_logw is missing", NULL},
+        {{"pcinfer-hclt", 1, 0, "/structure/parent", NULL, NULL}, "/structure/parent is missing", NULL},
+        {{"pcinfer-hclt", 1, 0, NULL, "/params/input_logp", NULL}, "/params/input_logp has shape [9, 4, 3]",
          "expected [8, 4, 3]"},
-        {{"pcinfer-hclt", 1, 0, NULL, "/structure/trans_index"}, "/structure/trans_index has shape",
+        {{"pcinfer-hclt", 1, 0, NULL, "/structure/trans_index", NULL}, "/structure/trans_index has shape",
          NULL},
-        {{"pcinfer-hclt", 1, 0, NULL, "/params/root_logw"}, "/params/root_logw has shape [5]", NULL},
+        {{"pcinfer-hclt", 1, 0, NULL, "/params/root_logw", NULL}, "/params/root_logw has shape [5]", NULL},
+        {{"pcinfer-hclt", 1, 0, NULL, NULL, "/params/root_logw"},
+         "/params/root_logw holds integer values; expected float", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         raw_write(p, m, &cases[i].k);

@@ -114,8 +114,11 @@ static pc_status open_dataset(hid_t file, const char *path, const char *name, H5
         goto done;
     }
     if (H5Tget_class(type) != cls) {
-        st = pc_fail(PC_ERR_FORMAT, "%s: %s has type class %d; expected %s", path, name,
-                     (int)H5Tget_class(type), cls == H5T_FLOAT ? "float" : "integer");
+        H5T_class_t got = H5Tget_class(type);
+        st = pc_fail(PC_ERR_FORMAT, "%s: %s holds %s values; expected %s", path, name,
+                     got == H5T_FLOAT ? "float" : got == H5T_INTEGER ? "integer"
+                     : got == H5T_STRING ? "string" : "non-numeric",
+                     cls == H5T_FLOAT ? "float" : "integer");
         goto done;
     }
     int r = H5Sget_simple_extent_ndims(space);
