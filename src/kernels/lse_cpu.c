@@ -129,11 +129,17 @@ typedef struct rows_ctx {
     pc_dtype dtype;
     const char *x; /* row r starts at x + r * row_bytes */
     size_t row_bytes;
-    int64_t cols;
+    int64_t rows, cols;
     float *out;
     const int32_t *table;
     const uint32_t *packed;
 } rows_ctx;
+
+/* The row's LSE from its (max, sum) pair; NaN in the sum or +inf max: the reference rescans. */
+static float fuse_finish(const rows_ctx *c, const void *row, float m, float s) {
+    if (isnan(s) || m == INFINITY) return (float)pc_lse_ref_row(c->dtype, row, c->cols);
+    return m == -INFINITY ? -INFINITY : m + logf(s);
+}
 
 static float fuse_row(const rows_ctx *c, const void *row, float *fbuf) {
     float big_m = -INFINITY, big_s = 0.0f;
@@ -146,7 +152,7 @@ static float fuse_row(const rows_ctx *c, const void *row, float *fbuf) {
         }
         float m, s;
         c->impl->fuse_chunk(p, len, &m, &s);
-        if (isnan(s) || m == INFINITY) return (float)pc_lse_ref_row(c->dtype, row, c->cols);
+        if (isnan(s) || m == INFINITY) return fuse_finish(c, row, m, s);
         if (m == -INFINITY) continue;
         if (big_m == -INFINITY) {
             big_m = m, big_s = s;
@@ -157,7 +163,7 @@ static float fuse_row(const rows_ctx *c, const void *row, float *fbuf) {
             big_s += s * expf(m - big_m);
         }
     }
-    return big_m == -INFINITY ? -INFINITY : big_m + logf(big_s);
+    return fuse_finish(c, row, big_m, big_s);
 }
 
 /* Trees of PC_CPU_INT_CHUNK values from `convert`, then a tree of the chunk results. */
@@ -211,6 +217,19 @@ static void rows_one(const void *ctx, int64_t r, void *scratch) {
     }
 }
 
+/* Short f32 fuse rows: blocks of PC_CPU_ROW_BLOCK rows through the path's fuse_rows. */
+static void rows_block(const void *ctx, int64_t q, void *scratch) {
+    (void)scratch;
+    const rows_ctx *c = ctx;
+    int64_t r0 = q * PC_CPU_ROW_BLOCK, nr = c->rows - r0;
+    nr = nr < PC_CPU_ROW_BLOCK ? nr : PC_CPU_ROW_BLOCK;
+    float m[PC_CPU_ROW_BLOCK], s[PC_CPU_ROW_BLOCK];
+    const char *x = c->x + (size_t)r0 * c->row_bytes;
+    c->impl->fuse_rows((const float *)x, nr, c->cols, (int64_t)(c->row_bytes / sizeof(float)), m, s);
+    for (int64_t i = 0; i < nr; i++)
+        c->out[r0 + i] = fuse_finish(c, x + (size_t)i * c->row_bytes, m[i], s[i]);
+}
+
 pc_status pc_lse_rows(pc_lse_kernel kernel, pc_dtype dtype, const void *x, int64_t rows,
                       int64_t cols, int64_t stride, float *out, const pc_lse_cpu_opts *opts) {
     pc_status st = check_kernel_dtype(kernel, dtype);
@@ -218,7 +237,7 @@ pc_status pc_lse_rows(pc_lse_kernel kernel, pc_dtype dtype, const void *x, int64
     if (st != PC_OK) return st;
     if (!x) return pc_fail(PC_ERR_ARG, "x is NULL");
     if (!out) return pc_fail(PC_ERR_ARG, "out is NULL");
-    rows_ctx c = {.kernel = kernel, .dtype = dtype, .x = x, .cols = cols, .out = out,
+    rows_ctx c = {.kernel = kernel, .dtype = dtype, .x = x, .rows = rows, .cols = cols, .out = out,
                   .row_bytes = (size_t)stride * pc_dtype_size(dtype)};
     int threads;
     if ((st = pc_lse_cpu_resolve(opts, &c.impl, &threads)) != PC_OK) return st;
@@ -226,6 +245,9 @@ pc_status pc_lse_rows(pc_lse_kernel kernel, pc_dtype dtype, const void *x, int64
     int64_t chunks = (cols + PC_CPU_INT_CHUNK - 1) / PC_CPU_INT_CHUNK;
     size_t scratch = sizeof(float) * PC_CPU_FUSE_CHUNK +
                      sizeof(int32_t) * (size_t)(PC_CPU_INT_CHUNK + chunks);
+    if (kernel == PC_LSE_FUSE && dtype == PC_F32 && cols <= PC_CPU_FUSE_CHUNK && c.impl->fuse_rows)
+        return pc_lse_cpu_for((rows + PC_CPU_ROW_BLOCK - 1) / PC_CPU_ROW_BLOCK, threads, 0,
+                              rows_block, &c);
     return pc_lse_cpu_for(rows, threads, scratch, rows_one, &c);
 }
 

@@ -22,6 +22,8 @@
 /* int combines this many values per balanced tree, then a tree over the chunk results; a power
  * of two, so every chunk tree has the same shape and the whole is a balanced tree. */
 #define PC_CPU_INT_CHUNK 1024
+/* Short fuse rows (one chunk) go to fuse_rows this many at a time. */
+#define PC_CPU_ROW_BLOCK 8
 
 /* log2(e): fuse computes exp(x - m) as exp2((x - m) * log2(e)). */
 #define PC_LOG2E_F 1.4426950408889634f
@@ -56,6 +58,11 @@ typedef struct pc_lse_cpu_impl {
     /* m = max of x[0:n] ignoring NaN (-inf if none); s = sum of exp(x_i - m') with m' = m, or
      * 0 when m = -inf. s is NaN when x holds a NaN or when m = +inf (the caller rescans). */
     void (*fuse_chunk)(const float *x, int64_t n, float *m, float *s);
+    /* Optional (NULL: the driver calls fuse_chunk row by row): fuse_chunk on each of `rows` rows
+     * of n <= PC_CPU_FUSE_CHUNK floats, `stride` apart, several rows interleaved, because a short
+     * row alone is bound by the latency of its reductions, not by arithmetic. */
+    void (*fuse_rows)(const float *x, int64_t rows, int64_t n, int64_t stride, float *m,
+                      float *s);
     /* dst[0:n] = the f16 or bf16 values src[0:n] as floats (exact). */
     void (*widen)(pc_dtype dtype, const uint16_t *src, int64_t n, float *dst);
     /* Max of x[0:n] ignoring NaN (-inf if none); *has_nan set to 1 if x holds a NaN. */
