@@ -197,6 +197,57 @@ static void test_q10_6_neg_inf(void **state) {
     assert_true(out == -INFINITY);
 }
 
+/* Edge-case rows side by side in one call (paths may handle several short rows at once): every
+ * row must come out as if alone. Rows: finite, NaN, +inf, all -inf, sparse -inf, huge finite,
+ * NaN with +inf, finite again (a block boundary after 4 rows), repeated to 19 rows. */
+static void test_edge_rows_together(void **state) {
+    (void)state;
+    static const int64_t widths[] = {1, 17, 100, 2048, 2100};
+    pc_isa isas[3];
+    int nisa = pc_lsetest_isas(isas);
+    for (int w = 0; w < 5; w++) {
+        int64_t rows = 19, cols = widths[w], stride = cols + 3;
+        double *v = pc_test_alloc((size_t)(rows * stride) * sizeof(double));
+        for (int64_t r = 0; r < rows; r++) {
+            double *row = v + r * stride;
+            for (int64_t i = 0; i < stride; i++) row[i] = pc_rng_uniform(pc_test_rng(), -10.0, 0.0);
+            int64_t at = pc_rng_int(pc_test_rng(), 0, cols - 1);
+            switch (r % 8) {
+            case 1: row[at] = NAN; break;
+            case 2: row[at] = INFINITY; break;
+            case 3: for (int64_t i = 0; i < cols; i++) row[i] = -INFINITY; break;
+            case 4: for (int64_t i = 0; i < cols; i += 2) row[i] = i == at ? row[i] : -INFINITY; break;
+            case 5: row[at] = 3.0e38; break;
+            case 6: row[at] = NAN; row[(at + 1) % cols] = INFINITY; break;
+            default: break;
+            }
+        }
+        for (int p = 0; p < 5; p++) {
+            pc_dtype dtype = pc_lsetest_pairs[p].dtype;
+            void *x = pc_test_alloc((size_t)(rows * stride) * 4);
+            pc_lsetest_encode(dtype, v, rows * stride, x);
+            double ref[19];
+            float out[19];
+            assert_int_equal(pc_lse_rows_ref(dtype, x, rows, cols, stride, ref), PC_OK);
+            for (int i = 0; i < nisa; i++) {
+                pc_lse_cpu_opts opts = {1, isas[i]};
+                for (int r = 0; r < 19; r++) out[r] = 12345.0f;
+                assert_int_equal(pc_lse_rows(pc_lsetest_pairs[p].kernel, dtype, x, rows, cols,
+                                             stride, out, &opts), PC_OK);
+                double tol = pc_lsetest_pairs[p].kernel == PC_LSE_INT ? 1e-4 : 1e-5;
+                for (int r = 0; r < 19; r++)
+                    if (!(pc_lsetest_rel_err(out[r], ref[r]) <= tol))
+                        fail_msg("%s/%s %s cols %lld row %d: got %.9g, ref %.9g",
+                                 pc_lse_kernel_name(pc_lsetest_pairs[p].kernel),
+                                 pc_dtype_name(dtype), pc_isa_name(isas[i]), (long long)cols, r,
+                                 out[r], ref[r]);
+            }
+            free(x);
+        }
+        free(v);
+    }
+}
+
 /* Bad arguments: PC_ERR_ARG naming the argument, output untouched. */
 static void expect_arg_error(pc_status st, const char *word, const float *out) {
     assert_int_equal(st, PC_ERR_ARG);
@@ -338,6 +389,7 @@ int main(void) {
         cmocka_unit_test(test_neg_inf_contributes_nothing),
         cmocka_unit_test(test_huge_finite),
         cmocka_unit_test(test_q10_6_neg_inf),
+        cmocka_unit_test(test_edge_rows_together),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_simd_matches_scalar),
         cmocka_unit_test(test_threads_match_one),

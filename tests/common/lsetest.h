@@ -9,8 +9,8 @@
 #include "pc/lse.h"
 
 /* Writes v[0:n] (nats, double) into dst as `dtype` (f32 cast; f16/bf16 round to nearest even;
- * q10.6 rounds and saturates, -inf -> INT16_MIN). NaN and +inf are kept where the type has them
- * (q10.6 has neither: callers do not ask). */
+ * q10.6 rounds and saturates, -inf -> INT16_MIN, NaN -> 0). NaN and +inf are kept where the
+ * type has them; q10.6 has neither. */
 void pc_lsetest_encode(pc_dtype dtype, const double *v, int64_t n, void *dst);
 
 /* Fills out with the explicit instruction sets this CPU runs (scalar first); returns the count. */

@@ -126,6 +126,7 @@ float pc_test_bf16_to_f32(uint16_t b) { return float_of((uint32_t)b << 16); }
 
 int16_t pc_test_nats_to_q10_6(double nats) {
     if (nats == -INFINITY) return INT16_MIN;
+    if (isnan(nats)) return 0; /* q10.6 has no NaN */
     double q = nearbyint(nats / 0.6931471805599453 * 64.0);
     return (int16_t)(q < -32767.0 ? -32767.0 : q > 32767.0 ? 32767.0 : q);
 }

@@ -52,7 +52,8 @@ uint16_t pc_test_f32_to_f16(float f);
 float pc_test_f16_to_f32(uint16_t h);
 uint16_t pc_test_f32_to_bf16(float f);
 float pc_test_bf16_to_f32(uint16_t b);
-/* Nats to q10.6: round(x / ln2 * 64) saturated to [-32767, 32767]; -inf -> INT16_MIN. */
+/* Nats to q10.6: round(x / ln2 * 64) saturated to [-32767, 32767]; -inf -> INT16_MIN;
+ * NaN (which q10.6 cannot hold) -> 0. */
 int16_t pc_test_nats_to_q10_6(double nats);
 
 /* 1 when this build has CUDA and a GPU is usable (pc_cuda_available()). */

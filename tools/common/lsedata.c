@@ -56,6 +56,7 @@ static uint16_t to_bf16(float f) {
 
 static int16_t to_q10_6(float x) {
     if (x == -INFINITY) return INT16_MIN;
+    if (isnan(x)) return 0; /* q10.6 has no NaN */
     double q = nearbyint((double)x / 0.6931471805599453 * 64.0);
     return (int16_t)(q < -32767.0 ? -32767.0 : q > 32767.0 ? 32767.0 : q);
 }

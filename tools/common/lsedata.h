@@ -12,7 +12,7 @@
 void pc_lsedata_fill(uint64_t seed, double lo, double hi, double normal_sd, float *v, size_t n);
 
 /* Writes the floats v[0:n] into dst as `dtype` (f16/bf16: round to nearest even; q10.6:
- * round(x / ln2 * 64) saturated to +-32767, -inf -> INT16_MIN). */
+ * round(x / ln2 * 64) saturated to +-32767, -inf -> INT16_MIN, NaN -> 0). */
 void pc_lsedata_encode(pc_dtype dtype, const float *v, size_t n, void *dst);
 
 #endif
