@@ -95,23 +95,29 @@ __host__ __device__ __forceinline__ float fuse_rescale(float s, float m1, float 
 
 __host__ __device__ __forceinline__ FuseState fuse_init() { return FuseState{-INFINITY, 0.0f, 0.0f}; }
 
-/* Pairwise (tree) max and sum of N values: short dependency chains keep the FP32 pipes busy
- * where a serial chain of N FADDs would stall each warp. */
-template <int N>
+/* Pairwise (tree) max and sum of N values (N a power of two): short dependency chains keep the
+ * FP32 pipes busy where a serial chain of N FADDs would stall each warp. One template level per
+ * tree level, so the arrays stay in registers whatever the unroller decides (a level loop was
+ * left rolled in the block kernel and put them in local memory). */
+template <int H>
 __host__ __device__ __forceinline__ float tree_max(float *v) {
+    if constexpr (H <= 1) {
+        return v[0];
+    } else {
 #pragma unroll
-    for (int n = N; n > 1; n = (n + 1) / 2)
-#pragma unroll
-        for (int i = 0; i < n / 2; i++) v[i] = fmaxf(v[i], v[i + (n + 1) / 2]);
-    return v[0];
+        for (int i = 0; i < H / 2; i++) v[i] = fmaxf(v[i], v[i + H / 2]);
+        return tree_max<H / 2>(v);
+    }
 }
-template <int N>
+template <int H>
 __host__ __device__ __forceinline__ float tree_sum(float *v) {
+    if constexpr (H <= 1) {
+        return v[0];
+    } else {
 #pragma unroll
-    for (int n = N; n > 1; n = (n + 1) / 2)
-#pragma unroll
-        for (int i = 0; i < n / 2; i++) v[i] += v[i + (n + 1) / 2];
-    return v[0];
+        for (int i = 0; i < H / 2; i++) v[i] += v[i + H / 2];
+        return tree_sum<H / 2>(v);
+    }
 }
 
 template <int N>
@@ -165,12 +171,13 @@ __host__ __device__ __forceinline__ IntState int_init() { return IntState{-INFIN
 /* Balanced tree over v[0:N] (N a power of two), pairing v[i] with v[i + N/2] like pc_int_tree. */
 template <int N>
 __host__ __device__ __forceinline__ int32_t int_tree(int32_t *v, const int32_t *table) {
+    if constexpr (N <= 1) {
+        return v[0];
+    } else {
 #pragma unroll
-    for (int n = N; n > 1; n /= 2) {
-#pragma unroll
-        for (int i = 0; i < n / 2; i++) v[i] = pc_int_lse2(v[i], v[i + n / 2], table);
+        for (int i = 0; i < N / 2; i++) v[i] = pc_int_lse2(v[i], v[i + N / 2], table);
+        return int_tree<N / 2>(v, table);
     }
-    return v[0];
 }
 
 /* q (relative to max `from`) moved to the larger max `to`, clamped at the floor. */

@@ -4,16 +4,14 @@
  *   - at most 4 16-byte vectors per row (N <= 16 f32):   2 threads per row  (rows_group<P, 2>)
  *   - at most 16 vectors (N <= 64 f32):                   8 threads per row  (rows_group<P, 8>)
  *   - at most 256 vectors (N <= 1024 f32):                one warp per row   (rows_group<P, 32>)
- *   - longer rows: a block of 256 threads per (row, segment) (rows_block). When the rows give
- *     fewer than 4 blocks per resident block slot (B = 512 and below at N = 128256; B = 8;
- *     B = 1, N = 4M) rows are cut into `segs` segments, ~16 per slot, walked by a persistent
- *     grid; each segment leaves its partial state in the caller's scratch and rows_combine
- *     merges them, one warp per row.
+ *   - longer rows: a block of 256 threads per (row, segment) (rows_block). Rows are cut into
+ *     `segs` segments when the rows alone cannot fill the resident block slots once (B = 8,
+ *     N = 128256; B = 1, N = 4M); each segment leaves its partial state in the caller's scratch
+ *     and rows_combine merges them, one warp per row.
  * Each row is read once: a scalar head up to the first 16-byte boundary, 16-byte vector loads
  * (U of them in flight per thread), a scalar tail. States merge as butterflies across threads
  * and warps, so `int` never folds long sequences. */
 #include <mutex>
-#include <type_traits>
 
 #include "kernels/cuda_check.cuh"
 #include "kernels/lse_cuda.cuh"
@@ -49,9 +47,6 @@ struct FuseP {
     using State = FuseState;
     static constexpr int VE = 16 / sizeof(T), U = U_;
     static constexpr bool kTable = false;
-    /* -inf in each element of a 32-bit word: f32, two f16 or two bf16 */
-    static constexpr uint32_t kNeutral = sizeof(T) == 4 ? 0xff800000u
-                                         : std::is_same<T, __half>::value ? 0xfc00fc00u : 0xff80ff80u;
     __device__ static State init() { return fuse_init(); }
     template <int N>
     __device__ static void add(State &st, const Val *v, const int32_t *) { fuse_add<N>(st, v); }
@@ -72,7 +67,6 @@ struct IntP {
     using State = IntState;
     static constexpr int VE = 4, U = 2;
     static constexpr bool kTable = true;
-    static constexpr uint32_t kNeutral = 0xff800000u; /* -inf */
     __device__ static State init() { return int_init(); }
     template <int N>
     __device__ static void add(State &st, const Val *v, const int32_t *t) { int_add<N>(st, v, t); }
@@ -97,7 +91,6 @@ struct IntQP {
     using State = IntQState;
     static constexpr int VE = 8, U = 2;
     static constexpr bool kTable = true;
-    static constexpr uint32_t kNeutral = 0x80008000u; /* two INT16_MIN (-inf) */
     __device__ static State init() { return intq_init(); }
     template <int N>
     __device__ static void add(State &st, const Val *v, const int32_t *t) { intq_add<N>(st, v, t); }
@@ -140,17 +133,20 @@ __device__ __forceinline__ void row_range(typename P::State &st, const typename 
         }
     }
     const uint4 *vec = reinterpret_cast<const uint4 *>(row + head);
-    const uint4 pad = make_uint4(P::kNeutral, P::kNeutral, P::kNeutral, P::kNeutral);
-    /* All U loads of a step are issued before any is used; past v1 a vector of neutral values
-     * (-inf) stands in, so short rows still get U loads in flight and one code path. */
-    for (int64_t c = v0 + tid; c < v1; c += (int64_t)U * nt) {
+    int64_t c = v0 + tid;
+    for (; c + (int64_t)(U - 1) * nt < v1; c += (int64_t)U * nt) {
         uint4 u[U];
 #pragma unroll
-        for (int k = 0; k < U; k++) u[k] = c + (int64_t)k * nt < v1 ? __ldg(vec + c + (int64_t)k * nt) : pad;
+        for (int k = 0; k < U; k++) u[k] = __ldg(vec + c + (int64_t)k * nt);
         Val v[U * VE];
 #pragma unroll
         for (int k = 0; k < U; k++) unpack(u[k], v + k * VE, (const In *)nullptr);
         P::template add<U * VE>(st, v, table);
+    }
+    for (; c < v1; c += nt) {
+        Val v[VE];
+        unpack(__ldg(vec + c), v, (const In *)nullptr);
+        P::template add<VE>(st, v, table);
     }
 }
 
@@ -291,27 +287,22 @@ pc_status plan_rows(int64_t rows, int64_t cols, Plan *plan) {
     st = block_slots<P>(&slots);
     if (st != PC_OK) return st;
     if (plan->group) {
-        /* fuse: one row group per warp slot, every load issued at once; int: at most 4 blocks
-         * per resident slot with rows looping inside, so that the per-block copy of the table
-         * stays cheap for B = 1M, N = 16. */
+        /* Enough blocks to fill the GPU several times; more rows loop inside the blocks (which
+         * keeps the per-block table copy of int cheap for B = 1M, N = 16). */
         const int64_t rows_per_block = kBlock / plan->group;
         const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
-        const int64_t most = P::kTable ? (int64_t)slots * 4 : 0x7fffffff;
-        plan->grid = blocks < most ? blocks : most;
+        plan->grid = blocks < (int64_t)slots * 4 ? blocks : (int64_t)slots * 4;
         return PC_OK;
     }
-    /* Block mapping. When the rows give fewer than 4 blocks per resident slot, rows are cut
-     * into segments so that ~16 items fall on each slot (the last wave then idles at most
-     * ~1/16 of the time) with at least 4 vectors per thread in each item, and a persistent
-     * grid of one block per slot walks the items. */
-    if (rows > 0 && rows < 4 * (int64_t)slots) {
-        int64_t segs = (16 * (int64_t)slots + rows - 1) / rows, most = nvec / (4 * kBlock);
+    /* Block mapping: split rows only when the rows cannot fill every resident block slot, and
+     * keep at least 2 vectors per thread in each segment. */
+    if (rows > 0 && rows < slots) {
+        int64_t segs = slots / rows, most = nvec / (2 * kBlock);
         segs = segs < most ? segs : most;
         plan->segs = segs > 1 ? (int)segs : 1;
     }
     const int64_t items = rows * plan->segs;
-    const int64_t most = plan->segs > 1 ? (int64_t)slots : (int64_t)slots * 8;
-    plan->grid = items < most ? items : most;
+    plan->grid = items < (int64_t)slots * 8 ? items : (int64_t)slots * 8;
     if (plan->segs > 1) plan->scratch = (size_t)items * sizeof(uint2);
     return PC_OK;
 }

@@ -104,14 +104,16 @@ __global__ void __launch_bounds__(256) weighted_fuse(const float *w, const float
             }
             __syncthreads();
         }
+        /* Fully unrolled with guards (no break) so that acc stays in registers. */
+#pragma unroll
         for (int i = 0; i < 4; i++) {
             const int rb = 4 * ty + i;
             const int64_t b = b0 + rb;
-            if (b >= batch) break;
+#pragma unroll
             for (int jj = 0; jj < 4; jj++) {
                 const int rj = 4 * tx + jj;
                 const int64_t j = j0 + rj;
-                if (j >= outs) break;
+                if (b >= batch || j >= outs) continue;
                 float r;
                 if (sok[rb] && sok[kTile + rj] && acc[i][jj] >= 0x1p-60f)
                     r = smax[rb] + smax[kTile + rj] + __log2f(acc[i][jj]) * kLn2;
