@@ -29,6 +29,7 @@ static void check_weighted(const float *w, const float *x, int64_t batch, int64_
     size_t cells = (size_t)(batch * outs);
     double *ref = pc_test_alloc(cells * sizeof(double));
     float *out = pc_test_alloc(cells * sizeof(float));
+    float *int_scalar = pc_test_alloc(cells * sizeof(float)); /* int gives the same bits on every path */
     assert_int_equal(pc_lse_weighted_ref(w, x, batch, outs, ins, x_stride, ref), PC_OK);
     for (int k = PC_LSE_REF; k <= PC_LSE_INT; k++)
         for (int i = 0; i < nisa; i++)
@@ -44,9 +45,14 @@ static void check_weighted(const float *w, const float *x, int64_t batch, int64_
                                  what, pc_lse_kernel_name((pc_lse_kernel)k), pc_isa_name(isas[i]),
                                  c / (size_t)outs, c % (size_t)outs, (long long)batch,
                                  (long long)ins, (long long)outs, out[c], ref[c]);
+                if (k == PC_LSE_INT && i == 0) memcpy(int_scalar, out, cells * sizeof(float));
+                if (k == PC_LSE_INT && memcmp(int_scalar, out, cells * sizeof(float)) != 0)
+                    fail_msg("%s: int %s threads %d differs from the scalar path", what,
+                             pc_isa_name(isas[i]), t);
             }
     free(ref);
     free(out);
+    free(int_scalar);
 }
 
 static void test_weighted_random(void **state) {

@@ -22,6 +22,9 @@
 /* int combines this many values per balanced tree, then a tree over the chunk results; a power
  * of two, so every chunk tree has the same shape and the whole is a balanced tree. */
 #define PC_CPU_INT_CHUNK 1024
+/* Scratch of int_terms_t: a chunk of terms and the chunk results, 16 lanes each. */
+#define PC_CPU_LANE_SCRATCH(ins) \
+    ((size_t)(PC_CPU_INT_CHUNK + ((ins) + PC_CPU_INT_CHUNK - 1) / PC_CPU_INT_CHUNK) * 16)
 /* Short fuse rows (one chunk) go to fuse_rows this many at a time. */
 #define PC_CPU_ROW_BLOCK 8
 
@@ -73,8 +76,16 @@ typedef struct pc_lse_cpu_impl {
     int32_t (*int_tree)(int32_t *buf, int64_t n, const int32_t *table, const uint32_t *packed);
     /* out[0:n] = exp(x[i] - shift) with IEEE semantics: -inf -> 0, NaN -> NaN, overflow -> inf. */
     void (*exp_shifted)(const float *x, int64_t n, float shift, float *out);
-    /* sum a[i] * b[i] in float. */
-    float (*dot)(const float *a, const float *b, int64_t n);
+    /* y[j] = sum_k at[k * outs + j] * e[k] for j < outs, in float. at is a weight table stored
+     * transposed, [ins, outs], so that consecutive outputs sit in vector lanes. */
+    void (*gemv_t)(const float *at, int64_t ins, int64_t outs, const float *e, float *y);
+    /* q[j] = IntLSE of the terms wqt[k * outs + j] + xq[k], k < ins (ins >= 1), for j < outs:
+     * trees over chunks of PC_CPU_INT_CHUNK terms, then a tree over the chunk results, the same
+     * bits as int_tree on each output's terms. Vector paths put outputs in lanes, so every tree
+     * level is whole vectors. scratch holds PC_CPU_LANE_SCRATCH(ins) int32s. */
+    void (*int_terms_t)(const int32_t *wqt, int64_t ins, int64_t outs, const int32_t *xq,
+                        int32_t *scratch, const int32_t *table, const uint32_t *packed,
+                        int32_t *q);
 } pc_lse_cpu_impl;
 
 extern const pc_lse_cpu_impl pc_lse_cpu_scalar;

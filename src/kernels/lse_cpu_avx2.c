@@ -198,20 +198,77 @@ static void exp_shifted(const float *x, int64_t n, float shift, float *out) {
     for (; i < n; i++) out[i] = expf(x[i] - shift);
 }
 
-static float dot(const float *a, const float *b, int64_t n) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    int64_t i = 0;
-    for (; i + 4 * W <= n; i += 4 * W) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + W), _mm256_loadu_ps(b + i + W), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 2 * W), _mm256_loadu_ps(b + i + 2 * W), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 3 * W), _mm256_loadu_ps(b + i + 3 * W), s3);
+static void gemv_t(const float *at, int64_t ins, int64_t outs, const float *e, float *y) {
+    int64_t j = 0;
+    /* 32 outputs per pass: four independent accumulators hide the FMA latency. */
+    for (; j + 4 * W <= outs; j += 4 * W) {
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t k = 0; k < ins; k++) {
+            const float *row = at + k * outs + j;
+            __m256 ek = _mm256_set1_ps(e[k]);
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(row), ek, a0);
+            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(row + W), ek, a1);
+            a2 = _mm256_fmadd_ps(_mm256_loadu_ps(row + 2 * W), ek, a2);
+            a3 = _mm256_fmadd_ps(_mm256_loadu_ps(row + 3 * W), ek, a3);
+        }
+        _mm256_storeu_ps(y + j, a0);
+        _mm256_storeu_ps(y + j + W, a1);
+        _mm256_storeu_ps(y + j + 2 * W, a2);
+        _mm256_storeu_ps(y + j + 3 * W, a3);
     }
-    for (; i + W <= n; i += W)
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    float s = hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    for (; i < n; i++) s += a[i] * b[i];
-    return s;
+    for (; j + W <= outs; j += W) {
+        __m256 a = _mm256_setzero_ps();
+        for (int64_t k = 0; k < ins; k++)
+            a = _mm256_fmadd_ps(_mm256_loadu_ps(at + k * outs + j), _mm256_set1_ps(e[k]), a);
+        _mm256_storeu_ps(y + j, a);
+    }
+    for (; j < outs; j++) {
+        float a = 0.0f;
+        for (int64_t k = 0; k < ins; k++) a += at[k * outs + j] * e[k];
+        y[j] = a;
+    }
+}
+
+/* The tree of pc_int_tree over n vectors of 8 lanes, lane by lane. */
+static __m256i lane_tree(__m256i *v, int64_t n, const uint32_t *packed) {
+    while (n > 1) {
+        int64_t half = n / 2, rest = n - half;
+        for (int64_t i = 0; i < half; i++)
+            _mm256_storeu_si256(v + i, lse2_v(_mm256_loadu_si256(v + i),
+                                              _mm256_loadu_si256(v + i + rest), packed));
+        n = rest;
+    }
+    return _mm256_loadu_si256(v);
+}
+
+static void int_terms_t(const int32_t *wqt, int64_t ins, int64_t outs, const int32_t *xq,
+                        int32_t *scratch, const int32_t *table, const uint32_t *packed,
+                        int32_t *q) {
+    __m256i *buf = (__m256i *)scratch, *res = buf + PC_CPU_INT_CHUNK;
+    int64_t j = 0;
+    for (; j + W <= outs; j += W) {
+        int64_t nc = 0;
+        for (int64_t c0 = 0; c0 < ins; c0 += PC_CPU_INT_CHUNK) {
+            int64_t len = ins - c0 < PC_CPU_INT_CHUNK ? ins - c0 : PC_CPU_INT_CHUNK;
+            for (int64_t i = 0; i < len; i++)
+                _mm256_storeu_si256(buf + i, _mm256_add_epi32(
+                    _mm256_loadu_si256((const __m256i *)(wqt + (c0 + i) * outs + j)),
+                    _mm256_set1_epi32(xq[c0 + i])));
+            _mm256_storeu_si256(res + nc++, lane_tree(buf, len, packed));
+        }
+        _mm256_storeu_si256((__m256i *)(q + j), lane_tree(res, nc, packed));
+    }
+    /* The last outs % 8 outputs one at a time, with the same trees. */
+    int32_t *sbuf = scratch, *sres = scratch + PC_CPU_INT_CHUNK;
+    for (; j < outs; j++) {
+        int64_t nc = 0;
+        for (int64_t c0 = 0; c0 < ins; c0 += PC_CPU_INT_CHUNK) {
+            int64_t len = ins - c0 < PC_CPU_INT_CHUNK ? ins - c0 : PC_CPU_INT_CHUNK;
+            for (int64_t i = 0; i < len; i++) sbuf[i] = wqt[(c0 + i) * outs + j] + xq[c0 + i];
+            sres[nc++] = int_tree(sbuf, len, table, packed);
+        }
+        q[j] = int_tree(sres, nc, table, packed);
+    }
 }
 
 const pc_lse_cpu_impl pc_lse_cpu_avx2 = {
@@ -221,5 +278,6 @@ const pc_lse_cpu_impl pc_lse_cpu_avx2 = {
     .quantize_f32 = quantize_f32,
     .int_tree = int_tree,
     .exp_shifted = exp_shifted,
-    .dot = dot,
+    .gemv_t = gemv_t,
+    .int_terms_t = int_terms_t,
 };

@@ -255,20 +255,64 @@ static void exp_shifted(const float *x, int64_t n, float shift, float *out) {
     }
 }
 
-static float dot(const float *a, const float *b, int64_t n) {
-    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    int64_t i = 0;
-    for (; i + 4 * W <= n; i += 4 * W) {
-        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
-        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + W), _mm512_loadu_ps(b + i + W), s1);
-        s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 2 * W), _mm512_loadu_ps(b + i + 2 * W), s2);
-        s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 3 * W), _mm512_loadu_ps(b + i + 3 * W), s3);
+static void gemv_t(const float *at, int64_t ins, int64_t outs, const float *e, float *y) {
+    int64_t j = 0;
+    /* 64 outputs per pass: four independent accumulators hide the FMA latency. */
+    for (; j + 4 * W <= outs; j += 4 * W) {
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t k = 0; k < ins; k++) {
+            const float *row = at + k * outs + j;
+            __m512 ek = _mm512_set1_ps(e[k]);
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(row), ek, a0);
+            a1 = _mm512_fmadd_ps(_mm512_loadu_ps(row + W), ek, a1);
+            a2 = _mm512_fmadd_ps(_mm512_loadu_ps(row + 2 * W), ek, a2);
+            a3 = _mm512_fmadd_ps(_mm512_loadu_ps(row + 3 * W), ek, a3);
+        }
+        _mm512_storeu_ps(y + j, a0);
+        _mm512_storeu_ps(y + j + W, a1);
+        _mm512_storeu_ps(y + j + 2 * W, a2);
+        _mm512_storeu_ps(y + j + 3 * W, a3);
     }
-    for (; i < n; i += W) {
-        __mmask16 k = n - i < W ? tail_mask(n - i) : 0xffff;
-        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + i), _mm512_maskz_loadu_ps(k, b + i), s0);
+    for (; j < outs; j += W) {
+        __mmask16 m = outs - j < W ? tail_mask(outs - j) : 0xffff;
+        __m512 a = _mm512_setzero_ps();
+        for (int64_t k = 0; k < ins; k++)
+            a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, at + k * outs + j), _mm512_set1_ps(e[k]), a);
+        _mm512_mask_storeu_ps(y + j, m, a);
     }
-    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
+/* The tree of pc_int_tree over n vectors of 16 lanes, lane by lane. */
+static __m512i lane_tree(__m512i *v, int64_t n, const uint32_t *packed) {
+    while (n > 1) {
+        int64_t half = n / 2, rest = n - half;
+        for (int64_t i = 0; i < half; i++)
+            _mm512_storeu_si512(v + i, lse2_v(_mm512_loadu_si512(v + i),
+                                              _mm512_loadu_si512(v + i + rest), packed));
+        n = rest;
+    }
+    return _mm512_loadu_si512(v);
+}
+
+static void int_terms_t(const int32_t *wqt, int64_t ins, int64_t outs, const int32_t *xq,
+                        int32_t *scratch, const int32_t *table, const uint32_t *packed,
+                        int32_t *q) {
+    (void)table;
+    __m512i *buf = (__m512i *)scratch, *res = buf + PC_CPU_INT_CHUNK;
+    for (int64_t j = 0; j < outs; j += W) {
+        /* Lanes past outs hold zeros: lse2(0, 0) reads table entry 0, and nothing is stored. */
+        __mmask16 m = outs - j < W ? tail_mask(outs - j) : 0xffff;
+        int64_t nc = 0;
+        for (int64_t c0 = 0; c0 < ins; c0 += PC_CPU_INT_CHUNK) {
+            int64_t len = ins - c0 < PC_CPU_INT_CHUNK ? ins - c0 : PC_CPU_INT_CHUNK;
+            for (int64_t i = 0; i < len; i++)
+                _mm512_storeu_si512(buf + i, _mm512_maskz_add_epi32(
+                    m, _mm512_maskz_loadu_epi32(m, wqt + (c0 + i) * outs + j),
+                    _mm512_set1_epi32(xq[c0 + i])));
+            _mm512_storeu_si512(res + nc++, lane_tree(buf, len, packed));
+        }
+        _mm512_mask_storeu_epi32(q + j, m, lane_tree(res, nc, packed));
+    }
 }
 
 const pc_lse_cpu_impl pc_lse_cpu_avx512 = {
@@ -279,5 +323,6 @@ const pc_lse_cpu_impl pc_lse_cpu_avx512 = {
     .quantize_f32 = quantize_f32,
     .int_tree = int_tree,
     .exp_shifted = exp_shifted,
-    .dot = dot,
+    .gemv_t = gemv_t,
+    .int_terms_t = int_terms_t,
 };

@@ -73,10 +73,26 @@ static void exp_shifted(const float *x, int64_t n, float shift, float *out) {
     for (int64_t i = 0; i < n; i++) out[i] = expf(x[i] - shift);
 }
 
-static float dot(const float *a, const float *b, int64_t n) {
-    float s = 0.0f;
-    for (int64_t i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
+static void gemv_t(const float *at, int64_t ins, int64_t outs, const float *e, float *y) {
+    for (int64_t j = 0; j < outs; j++) y[j] = 0.0f;
+    for (int64_t k = 0; k < ins; k++)
+        for (int64_t j = 0; j < outs; j++) y[j] += at[k * outs + j] * e[k];
+}
+
+static void int_terms_t(const int32_t *wqt, int64_t ins, int64_t outs, const int32_t *xq,
+                        int32_t *scratch, const int32_t *table, const uint32_t *packed,
+                        int32_t *q) {
+    (void)packed;
+    int32_t *buf = scratch, *res = scratch + PC_CPU_INT_CHUNK;
+    for (int64_t j = 0; j < outs; j++) {
+        int64_t nc = 0;
+        for (int64_t c0 = 0; c0 < ins; c0 += PC_CPU_INT_CHUNK) {
+            int64_t len = ins - c0 < PC_CPU_INT_CHUNK ? ins - c0 : PC_CPU_INT_CHUNK;
+            for (int64_t i = 0; i < len; i++) buf[i] = wqt[(c0 + i) * outs + j] + xq[c0 + i];
+            res[nc++] = pc_int_tree(buf, len, table);
+        }
+        q[j] = pc_int_tree(res, nc, table);
+    }
 }
 
 const pc_lse_cpu_impl pc_lse_cpu_scalar = {
@@ -86,5 +102,6 @@ const pc_lse_cpu_impl pc_lse_cpu_scalar = {
     .quantize_f32 = quantize_f32,
     .int_tree = int_tree,
     .exp_shifted = exp_shifted,
-    .dot = dot,
+    .gemv_t = gemv_t,
+    .int_terms_t = int_terms_t,
 };

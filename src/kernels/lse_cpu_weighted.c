@@ -1,13 +1,18 @@
 /* The weighted form on the CPU: out[b, j] = LSE_k (w[j, k] + x[b, k]); w [outs, ins],
  * x [batch, x_stride], out [batch, outs].
  *
- * fuse (exp once): per call, wmax[j] = max_k w[j, k] and ew[j, k] = exp(w[j, k] - wmax[j]);
+ * fuse (exp once): per call, wmax[j] = max_k w[j, k] and ew[k, j] = exp(w[j, k] - wmax[j]);
  * per sample, m = max_k x[b, k] and e[k] = exp(x[b, k] - m) (batch * ins exps); then
- * out[b, j] = m + wmax[j] + log(ew[j, :] . e) (batch * outs * ins FMAs, one log per output).
+ * out[b, j] = m + wmax[j] + log(sum_k ew[k, j] e[k]) (batch * outs * ins FMAs, one log per
+ * output).
  *
- * int: per call, wq[j, k] = Q16.16 of w[j, k] - wmax[j]; per sample xq[k] = Q16.16 of
- * x[b, k] - m; out[b, j] = m + wmax[j] + tree_k(wq[j, k] + xq[k]) ln2 / 2^16 with the same
+ * int: per call, wq[k, j] = Q16.16 of w[j, k] - wmax[j]; per sample xq[k] = Q16.16 of
+ * x[b, k] - m; out[b, j] = m + wmax[j] + tree_k(wq[k, j] + xq[k]) ln2 / 2^16 with the same
  * chunked tree as the rows.
+ *
+ * The weight tables are stored transposed, [ins, outs], so that the vector paths put outputs
+ * in lanes: the fuse sum is a matrix-vector product with several accumulators, and every level
+ * of the int trees is whole vectors of independent work (one tree per output, side by side).
  *
  * Outputs the fast forms cannot get right go to the FP64 reference, one output at a time: a
  * sample or weight row holding NaN or +inf or nothing but -inf (the contract's NaN/+inf/-inf
@@ -32,22 +37,11 @@ typedef struct weighted_ctx {
     float *out;
     const float *wmax;         /* [outs] */
     const unsigned char *wbad; /* [outs]: 1 = the row of w needs the reference */
-    const float *ew;           /* [outs, ins], fuse */
-    const int32_t *wq;         /* [outs, ins], int */
+    const float *ew;           /* [ins, outs], fuse */
+    const int32_t *wq;         /* [ins, outs], int */
     const int32_t *table;
     const uint32_t *packed;
 } weighted_ctx;
-
-static int32_t int_terms(const weighted_ctx *c, const int32_t *wq, const int32_t *xq,
-                         int32_t *buf, int32_t *res) {
-    int64_t nc = 0;
-    for (int64_t c0 = 0; c0 < c->ins; c0 += PC_CPU_INT_CHUNK) {
-        int64_t len = c->ins - c0 < PC_CPU_INT_CHUNK ? c->ins - c0 : PC_CPU_INT_CHUNK;
-        for (int64_t i = 0; i < len; i++) buf[i] = wq[c0 + i] + xq[c0 + i];
-        res[nc++] = c->impl->int_tree(buf, len, c->table, c->packed);
-    }
-    return nc == 1 ? res[0] : c->impl->int_tree(res, nc, c->table, c->packed);
-}
 
 static void weighted_one(const void *ctx, int64_t b, void *scratch) {
     const weighted_ctx *c = ctx;
@@ -56,28 +50,27 @@ static void weighted_one(const void *ctx, int64_t b, void *scratch) {
     float m;
     int nan;
     c->impl->max_f32(xb, c->ins, &m, &nan);
-    int all_ref = nan || m == INFINITY || m == -INFINITY;
-    float *e = scratch;
-    int32_t *xq = scratch, *buf = xq + c->ins, *res = buf + PC_CPU_INT_CHUNK;
-    if (!all_ref) {
-        if (c->kernel == PC_LSE_FUSE)
-            c->impl->exp_shifted(xb, c->ins, m, e);
-        else
-            c->impl->quantize_f32(xb, c->ins, m, xq);
+    int all_ref = nan || m == INFINITY || m == -INFINITY || c->kernel == PC_LSE_REF;
+    /* scratch: [ins] e or xq, [outs] y or q, then the lane trees' scratch. */
+    float *e = scratch, *y = e + c->ins;
+    int32_t *xq = scratch, *q = xq + c->ins, *trees = q + c->outs;
+    if (!all_ref && c->kernel == PC_LSE_FUSE) {
+        c->impl->exp_shifted(xb, c->ins, m, e);
+        c->impl->gemv_t(c->ew, c->ins, c->outs, e, y);
+    } else if (!all_ref) {
+        c->impl->quantize_f32(xb, c->ins, m, xq);
+        c->impl->int_terms_t(c->wq, c->ins, c->outs, xq, trees, c->table, c->packed, q);
     }
     for (int64_t j = 0; j < c->outs; j++) {
-        const float *wj = c->w + j * c->ins;
-        int ok = !all_ref && !c->wbad[j] && c->kernel != PC_LSE_REF;
+        int ok = !all_ref && !c->wbad[j];
         if (ok && c->kernel == PC_LSE_FUSE) {
-            float s = c->impl->dot(c->ew + j * c->ins, e, c->ins);
-            ok = s >= FUSE_DOT_MIN;
-            if (ok) ob[j] = (m + c->wmax[j]) + logf(s);
+            ok = y[j] >= FUSE_DOT_MIN;
+            if (ok) ob[j] = (m + c->wmax[j]) + logf(y[j]);
         } else if (ok) {
-            int32_t q = int_terms(c, c->wq + j * c->ins, xq, buf, res);
-            ok = q >= INT_FLOOR_MARGIN;
-            if (ok) ob[j] = (float)((double)m + c->wmax[j] + (double)q * PC_INT_UNIT_NATS);
+            ok = q[j] >= INT_FLOOR_MARGIN;
+            if (ok) ob[j] = (float)((double)m + c->wmax[j] + (double)q[j] * PC_INT_UNIT_NATS);
         }
-        if (!ok) ob[j] = (float)pc_lse_ref_weighted_one(wj, xb, c->ins);
+        if (!ok) ob[j] = (float)pc_lse_ref_weighted_one(c->w + j * c->ins, xb, c->ins);
     }
 }
 
@@ -109,13 +102,15 @@ pc_status pc_lse_weighted(pc_lse_kernel kernel, const float *w, const float *x, 
     if (batch == 0 || outs == 0) return PC_OK;
     c.table = pc_lse_int_table(&c.packed);
 
-    /* Per-call weight preparation: [outs] maxima and flags, [outs, ins] exps or integers. */
+    /* Per-call weight preparation: [outs] maxima and flags, [ins, outs] exps or integers
+     * (a row at a time into `row`, then stored transposed). */
     size_t cells = (size_t)outs * (size_t)ins;
     float *wmax = malloc(sizeof(float) * (size_t)outs);
     unsigned char *wbad = malloc((size_t)outs);
-    void *wprep = malloc((cells ? cells : 1) * sizeof(float));
-    if (!wmax || !wbad || !wprep) {
-        free(wmax), free(wbad), free(wprep);
+    void *wprep = calloc(cells ? cells : 1, sizeof(float));
+    float *row = malloc(sizeof(float) * (size_t)(ins ? ins : 1));
+    if (!wmax || !wbad || !wprep || !row) {
+        free(wmax), free(wbad), free(wprep), free(row);
         return pc_fail(PC_ERR_NOMEM, "weighted LSE: weight tables for %lld x %lld",
                        (long long)outs, (long long)ins);
     }
@@ -124,15 +119,18 @@ pc_status pc_lse_weighted(pc_lse_kernel kernel, const float *w, const float *x, 
         int nan;
         c.impl->max_f32(wj, ins, &wmax[j], &nan);
         wbad[j] = nan || wmax[j] == INFINITY || wmax[j] == -INFINITY;
-        if (wbad[j] || kernel == PC_LSE_REF) continue;
-        if (kernel == PC_LSE_FUSE)
-            c.impl->exp_shifted(wj, ins, wmax[j], (float *)wprep + j * ins);
-        else
-            c.impl->quantize_f32(wj, ins, wmax[j], (int32_t *)wprep + j * ins);
+        if (wbad[j] || kernel == PC_LSE_REF) continue; /* its column stays 0, never used */
+        if (kernel == PC_LSE_FUSE) {
+            c.impl->exp_shifted(wj, ins, wmax[j], row);
+            for (int64_t k = 0; k < ins; k++) ((float *)wprep)[k * outs + j] = row[k];
+        } else {
+            c.impl->quantize_f32(wj, ins, wmax[j], (int32_t *)row);
+            for (int64_t k = 0; k < ins; k++) ((int32_t *)wprep)[k * outs + j] = ((int32_t *)row)[k];
+        }
     }
+    free(row);
     c.wmax = wmax, c.wbad = wbad, c.ew = wprep, c.wq = wprep;
-    int64_t chunks = (ins + PC_CPU_INT_CHUNK - 1) / PC_CPU_INT_CHUNK;
-    size_t scratch = sizeof(int32_t) * (size_t)(ins + PC_CPU_INT_CHUNK + chunks);
+    size_t scratch = sizeof(int32_t) * ((size_t)(ins + outs) + PC_CPU_LANE_SCRATCH(ins));
     st = pc_lse_cpu_for(batch, threads, scratch, weighted_one, &c);
     free(wmax), free(wbad), free(wprep);
     return st;
