@@ -10,7 +10,6 @@
  * Zero probability follows the rules in cpu_int.c (PC_INT_ZERO). */
 #include <math.h>
 
-#include "kernels/lse_cpu.h"
 #include "layers/cpu_int.h"
 
 #define PC_INT_ZERO (PC_INT_FLOOR / 2)
@@ -18,7 +17,7 @@
 #ifndef PC_INT_TREE_STEP
 static inline int32_t lse2_lane(int32_t a, int32_t b, const uint32_t *packed) {
     int32_t hi = a > b ? a : b, lo = a > b ? b : a;
-    return hi + pc_int_correction_packed(hi - lo, packed);
+    return hi + pc_cpu_int_correction(hi - lo, packed);
 }
 
 /* a[j] = lse2(a[j], o[j]) for j < n (n a multiple of PC_INT_LANES); files built for an
