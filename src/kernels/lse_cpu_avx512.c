@@ -224,7 +224,6 @@ static inline __m512i lse2_v(__m512i a, __m512i b, const uint32_t *packed) {
 }
 
 static int32_t int_tree(int32_t *buf, int64_t n, const int32_t *table, const uint32_t *packed) {
-    (void)table;
     while (n > 1) {
         int64_t half = n / 2, rest = n - half, i = 0;
         /* Reads buf[i + rest] with i < half <= rest, never a slot this level writes. */
@@ -232,11 +231,14 @@ static int32_t int_tree(int32_t *buf, int64_t n, const int32_t *table, const uin
             __m512i a = _mm512_loadu_si512(buf + i), b = _mm512_loadu_si512(buf + i + rest);
             _mm512_storeu_si512(buf + i, lse2_v(a, b, packed));
         }
-        if (i < half) {
+        if (half - i >= 8) {
             __mmask16 k = tail_mask(half - i);
             __m512i a = _mm512_maskz_loadu_epi32(k, buf + i);
             __m512i b = _mm512_maskz_loadu_epi32(k, buf + i + rest);
             _mm512_mask_storeu_epi32(buf + i, k, lse2_v(a, b, packed));
+        } else {
+            /* A few pairs: scalar steps have less latency than a gather (same integers). */
+            for (; i < half; i++) buf[i] = pc_int_lse2(buf[i], buf[i + rest], table);
         }
         n = rest;
     }
