@@ -243,6 +243,43 @@ static void test_isa_paths(void **state) {
     }
 }
 
+/* A model whose answer lives 800 nats below the maxima, where the exp-once sums underflow even
+ * in FP64: ref must take its exact path. V = 2, K = 2, C = 2, variable 1 below variable 0.
+ * For x = (0, 0): msg_1(1) = LSE(-800 + 0, 0 - 800) = -800 + log 2, and the root weight on
+ * state 0 is e^-800, so log p = log 0.5 + LSE(-800 + 0, 0 - 800 + log 2) = -800 + log 1.5.
+ * cpu-fuse gets the message exactly too, but stores it as an FP32 value 800 below its group's
+ * maximum, where one ulp is 6e-5: hence its looser bound here. */
+static void test_underflow_paths(void **state) {
+    (void)state;
+    pc_hclt *m = NULL;
+    assert_int_equal(pc_hclt_create(2, 2, 2, 1, &m), PC_OK);
+    m->parent[1] = 0;
+    m->trans_index[1] = 0;
+    const double tiny = -800.0, big = log1p(-exp(-800.0)); /* big rounds to -0 */
+    const double root[2] = {tiny, big}, trans[4] = {big, tiny, tiny, big};
+    const double input[8] = {log(0.5), log(0.5), log(0.5), log(0.5), /* v = 0 */
+                             big, tiny, tiny, big};                   /* v = 1 */
+    memcpy(m->root_logw, root, sizeof root);
+    memcpy(m->trans_logw, trans, sizeof trans);
+    memcpy(m->input_logp, input, sizeof input);
+    pc_circuit *c = compile_or_fail(m);
+    const uint8_t x[2] = {0, 0};
+    const double want = -800.0 + log(1.5);
+    const struct {
+        pc_backend backend;
+        double tol;
+    } cases[] = {{PC_BACKEND_REF, 1e-12}, {PC_BACKEND_CPU_FUSE, 1e-4}, {PC_BACKEND_CPU, 1e-3}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double got;
+        score(c, cases[i].backend, 1, x, NULL, 1, &got);
+        print_message("  %-8s %.17g (expected %.17g)\n", pc_backend_name(cases[i].backend), got, want);
+        if (!(fabs(got - want) <= cases[i].tol))
+            fail_msg("%s: %.17g, expected %.17g", pc_backend_name(cases[i].backend), got, want);
+    }
+    pc_circuit_free(c);
+    pc_hclt_free(m);
+}
+
 static void test_bad_data(void **state) {
     (void)state;
     pc_hclt *m = pc_hr_model(7, 3, 2, 0.3, 0);
@@ -310,6 +347,7 @@ int main(void) {
         cmocka_unit_test(test_ref_sums_to_one),
         cmocka_unit_test(test_backends_agree),
         cmocka_unit_test(test_isa_paths),
+        cmocka_unit_test(test_underflow_paths),
         cmocka_unit_test(test_bad_data),
         cmocka_unit_test(test_backend_names),
         cmocka_unit_test(test_gpu_backend_without_gpu),

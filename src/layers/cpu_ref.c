@@ -3,7 +3,7 @@
  * Node values are absolute FP64 log-values, msg[g][b][k] for a block of B samples. Sum layers
  * use the exp-once form: m = max_k P(k), e_k = exp(P(k) - m), msg(j) = m + log sum_k W[j,k] e_k
  * with W = exp(trans_logw) (K exps and K^2 multiply-adds instead of K^2 exps). When a sum
- * underflows to 0 (weights and values below about -745 nats relative to each other) that
+ * falls below 2^-960 (its weight sits on states about 665 nats or more below the maximum) that
  * output is recomputed with a full max-shifted LSE, so the reference stays exact there too. */
 #include <math.h>
 #include <stdlib.h>
@@ -78,7 +78,9 @@ static void sum_node(const double *P, const double *W, const double *logw, int64
         const double *wj = W + j * K;
         double sum = 0.0;
         for (int64_t k = 0; k < K; k++) sum += wj[k] * e[k];
-        if (sum > 0.0) {
+        /* Terms below 2^-1074 were lost to underflow; against a sum of at least 2^-960 they
+         * weigh under K 2^-114, and the sum is a normal number with all its bits. */
+        if (sum >= 0x1p-960) {
             out[j] = m + log(sum);
             continue;
         }
