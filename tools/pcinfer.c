@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "pc/circuit.h"
+#include "pc/cuda.h"
 #include "pc/data.h"
 #include "pc/eval.h"
 #include "pc/hclt.h"
@@ -185,6 +186,7 @@ static void json_number(double v) {
 
 typedef struct results {
     const char *kernel, *data;
+    char device[256]; /* "NVIDIA H200, ..." for GPU kernels, "CPU, T threads" otherwise */
     int64_t n;
     double mean_ll, bpd, seconds, mean_delta, max_delta, ref_seconds;
     int compared, threads;
@@ -197,9 +199,11 @@ static void print_results(const args *a, const pc_circuit *c, const results *r) 
         printf(", \"data\": ");
         json_string(r->data);
         printf(", \"kernel\": \"%s\", \"images\": %lld, \"num_vars\": %d, \"num_latents\": %d, "
-               "\"threads\": %d, \"batch\": %lld, \"mean_ll_nats\": ",
+               "\"threads\": %d, \"batch\": %lld, \"device\": ",
                r->kernel, (long long)r->n, c->num_vars, c->num_latents, r->threads,
                (long long)a->batch);
+        json_string(r->device);
+        printf(", \"mean_ll_nats\": ");
         json_number(r->mean_ll);
         printf(", \"bits_per_dim\": ");
         json_number(r->bpd);
@@ -218,7 +222,7 @@ static void print_results(const args *a, const pc_circuit *c, const results *r) 
     printf("model           %s (V = %d, K = %d, C = %d, %d groups, %d layers)\n", a->model,
            c->num_vars, c->num_latents, c->num_cats, c->num_groups, c->num_layers);
     printf("data            %s (%lld images)\n", r->data, (long long)r->n);
-    printf("kernel          %s (%d CPU threads)\n", r->kernel, r->threads);
+    printf("kernel          %s (%s)\n", r->kernel, r->device);
     printf("mean LL         %.6f nats\n", r->mean_ll);
     printf("bits/dim        %.6f\n", r->bpd);
     printf("throughput      %.1f images/s (%.3f s)\n", (double)r->n / r->seconds, r->seconds);
@@ -298,6 +302,8 @@ int main(int argc, char **argv) {
     }
     r.kernel = pc_backend_name(backend);
     r.threads = a.threads > 0 ? a.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (!pc_backend_is_gpu(backend) || pc_cuda_describe(r.device, sizeof r.device) != PC_OK)
+        snprintf(r.device, sizeof r.device, "CPU, %d threads", r.threads);
     if (score_all(circuit, backend, &a, data, r.n, logp, &r.seconds) != PC_OK) {
         fail_with(pc_last_error());
         goto done;
