@@ -8,7 +8,7 @@ its bytes over the bandwidth of torch.sum on 4 GiB, measured in the same run. Ac
 checked against torch.logsumexp in FP64 of the exact values each kernel reads (f16/bf16 inputs
 are compared with the FP64 LSE of the rounded values).
 
-Writes gpu_lse.json, gpu_lse.png and gpu_lse.md into --out.
+Writes gpu_lse_<gpu>.json, .png and .md (e.g. gpu_lse_nvidia-h200.*) into --out.
 """
 import argparse
 import ctypes
@@ -223,11 +223,17 @@ def main():
         entry["torch_eager_max_rel_err"], entry["torch_eager_mean_rel_err"] = rel_errors(tout, ref)
         result["ranges"].append(entry)
 
-    with open(os.path.join(args.out, "gpu_lse.json.tmp"), "w") as f:
+    base = os.path.join(args.out, "gpu_lse_" + slug(result["gpu"]))
+    with open(base + ".json.tmp", "w") as f:
         json.dump(result, f, indent=1)
-    os.replace(os.path.join(args.out, "gpu_lse.json.tmp"), os.path.join(args.out, "gpu_lse.json"))
-    plot(result, os.path.join(args.out, "gpu_lse.png"))
-    write_note(result, os.path.join(args.out, "gpu_lse.md"))
+    os.replace(base + ".json.tmp", base + ".json")
+    plot(result, base + ".png")
+    write_note(result, base + ".md")
+
+
+def slug(name):
+    """'NVIDIA H200' -> 'nvidia-h200' (file names carry the machine)."""
+    return "-".join("".join(c if c.isalnum() else " " for c in name.lower()).split())
 
 
 def plot(result, path):

@@ -52,5 +52,5 @@ echo "---- test (last lines) ----"
 grep -E "max|FAILED|PASSED|skipped|seed" "$OUT/test_cuda_lse.log" | tail -25
 echo "---- benchmark ----"
 tail -15 "$OUT/bench.log"
-[ -f "$OUT/gpu_lse.md" ] && cat "$OUT/gpu_lse.md"
+cat "$OUT"/gpu_lse_*.md 2>/dev/null
 exit $(( test_rc != 0 || bench_rc != 0 ))
