@@ -123,8 +123,9 @@ pc_status pc_circuit_compile(const pc_hclt *m, pc_circuit **out) {
         if (w.height[g] + 1 > w.height[pg]) w.height[pg] = w.height[g] + 1;
     }
     /* Final order: a stable counting sort of the provisional ids by height (within a height,
-     * breadth-first order); rank = final id. layer_start counts groups per height first. */
-    int32_t *sorted = c->group_parent; /* borrowed as scratch, rewritten below */
+     * breadth-first order); rank = final id. group_parent holds the sorted ids until the loop
+     * below replaces each entry, after reading it, with the parent's final id. */
+    int32_t *sorted = c->group_parent;
     int32_t *count = c->var_start;     /* [G + 1], zeroed; rewritten below */
     for (int32_t g = 0; g < G; g++) count[w.height[g] + 1]++;
     for (int32_t h = 0; h < G; h++) count[h + 1] += count[h];
