@@ -351,12 +351,14 @@ static void test_simd_matches_scalar(void **state) {
 static void test_threads_match_one(void **state) {
     (void)state;
     pc_rng *rng = pc_test_rng();
-    int64_t rows = 37, cols = 3001, stride = 3005;
+    int64_t rows = 37, stride = 3005;
     float *x = pc_test_alloc((size_t)(rows * stride) * sizeof(float));
     for (int64_t i = 0; i < rows * stride; i++) x[i] = (float)pc_rng_normal(rng, 0.0, 4.0);
     float one[37], many[37];
-    for (int k = 0; k < 3; k++) {
-        pc_lse_kernel kernel = (pc_lse_kernel)k;
+    /* Long rows (several chunks) and short ones (several rows per work item). */
+    for (int k = 0; k < 6; k++) {
+        int64_t cols = k < 3 ? 3001 : 100;
+        pc_lse_kernel kernel = (pc_lse_kernel)(k % 3);
         pc_lse_cpu_opts o1 = {1, PC_ISA_AUTO};
         pc_test_poison_f32(one, 37);
         assert_int_equal(pc_lse_rows(kernel, PC_F32, x, rows, cols, stride, one, &o1), PC_OK);

@@ -166,7 +166,8 @@ static float fuse_row(const rows_ctx *c, const void *row, float *fbuf) {
     return fuse_finish(c, row, big_m, big_s);
 }
 
-/* Trees of PC_CPU_INT_CHUNK values from `convert`, then a tree of the chunk results. */
+/* Per chunk of PC_CPU_INT_CHUNK values: Q16.16 of x - m and its tree; then the tree of the
+ * chunk results. q10.6 rows pass their integer max as m. */
 static int32_t int_chunks(const rows_ctx *c, const void *row, float m, int32_t *ibuf,
                           int32_t *res) {
     int64_t nc = 0;
