@@ -3,11 +3,11 @@
  * Message format. Every sum node group g (all groups but the root) sends its parent
  *     msg_g(j) = off_g[b] + rel_g[b, j]
  * with off_g in FP64 ([slots][chunk]) and rel_g in FP32 ([slots][chunk][K]). The product layer
- * of a group is summed in FP64:
- *     P_g(b, k) = O(b) + p(b, k),  O(b) = sum_c off_c[b],
- *     p(b, k)   = sum_v input[v, x_bv, k] + sum_c rel_c[b, k],
- * and the sum layer shifts by m(b) ~ max_k p(b, k) before going to FP32, so FP32 only holds
- * numbers near 0 and the magnitudes (~ -700 nats for an MNIST image) stay in FP64:
+ * of a group splits into an FP64 part and a part near 0:
+ *     P_g(b, k) = O(b) + p(b, k),  O(b) = sum_c off_c[b]                  (FP64),
+ *     p(b, k)   = sum_v input[v, x_bv, k] + sum_c rel_c[b, k]   (summed in FP64, kept in FP32),
+ * and the sum layer shifts by m(b) ~ max_k p(b, k), so FP32 only holds numbers near 0 and the
+ * magnitudes (~ -700 nats for an MNIST image) stay in FP64:
  *     msg_g(j) = (O(b) + m(b)) + log sum_k exp(w[j, k]) exp(p(b, k) - m(b)).
  *
  * Memory reuse. A message lives in a slot only until its parent has read it. Slots are assigned
@@ -178,30 +178,21 @@ pc_status pc_gpu_upload_wexp(pc_gpu_state *s);
 /* ---- device helpers shared by the kernels --------------------------------------------------*/
 #ifdef __CUDACC__
 
-/* p(b, k) of group g without the children's offsets, in FP64 (see the top of this file). */
-static __device__ __forceinline__ double pc_gpu_p(const pc_gpu_args &a, const pc_gpu_group &g,
-                                                  int64_t b, int k) {
-    double p = 0.0;
-    const uint8_t *xb = a.x + b * a.V;
-    const uint8_t *mb = a.missing ? a.missing + b * a.V : NULL;
-    for (int i = g.var_begin; i < g.var_end; i++) {
-        int v = __ldg(a.vars + i);
-        int code = (mb && __ldg(mb + v)) ? a.C : __ldg(xb + v);
-        p += (double)__ldg(a.input + ((size_t)v * (a.C + 1) + code) * a.K + k);
-    }
-    /* Messages are written during this kernel by other blocks: read them through L2 (ld.cg),
-     * never from a possibly stale L1 line. */
-    for (int i = g.child_begin; i < g.child_end; i++) {
-        int slot = __ldg(a.child_slot + i);
-        p += (double)__ldcg(a.rel + ((size_t)slot * a.chunk + b) * a.K + k);
-    }
-    return p;
-}
+/* Elements (sample, k) each thread gathers at once in phase A: their loads are independent, so
+ * issuing them together hides memory latency (one element at a time leaves every load of a
+ * chain variable id -> pixel value -> input row waiting on the previous one). */
+#define PC_GPU_GATHER 4
+/* Largest block of the kernels that call phase A (its max reduction uses one float each), and
+ * the static shared memory that takes, which the dynamic part must leave room for. */
+#define PC_GPU_MAX_THREADS 256
+#define PC_GPU_STATIC_SMEM (PC_GPU_MAX_THREADS * 4 + 64)
 
-/* O(b) = sum of the children's offsets. */
+/* O(b) = sum of the children's offsets. Messages are written during the persistent kernels by
+ * other blocks: they are read through L2 (ld.cg), never from a possibly stale L1 line. */
 static __device__ __forceinline__ double pc_gpu_offset(const pc_gpu_args &a,
                                                        const pc_gpu_group &g, int64_t b) {
     double o = 0.0;
+#pragma unroll 4
     for (int i = g.child_begin; i < g.child_end; i++) {
         int slot = __ldg(a.child_slot + i);
         o += __ldcg(a.off + (size_t)slot * a.chunk + b);
@@ -213,48 +204,89 @@ static __device__ __forceinline__ double pc_gpu_offset(const pc_gpu_args &a,
  * es[k * ld + b] (float, [K][ld]) and per-sample m (double) and O (double). */
 static __device__ __forceinline__ int pc_gpu_ld(int bm) { return bm + 4; }
 
-/* Phase A: for the bm samples from b0, computes O(b), m(b) = max_k p(b, k) (+ root_logw[k] at
- * the root) and leaves es[k][b] = exp(p(b, k) + w_root - m(b)) (0 for samples past n), or with
- * `shifted` the difference p(b, k) - m(b) itself (-inf past n). p is computed twice in FP64
- * rather than kept, which keeps shared memory at 4 bytes per value. m(b) is the FP32-rounded
- * maximum: any reference near the maximum works, since O + m is carried exactly in FP64.
- * All threads of the block call it; it ends with a barrier. */
+/* Phase A: for the bm <= 128 samples from b0, computes O(b), m(b) = max_k p(b, k) (+ root_logw[k]
+ * at the root) and leaves es[k][b] = exp(p(b, k) + w_root - m(b)) (0 for samples past n), or
+ * with `shifted` the difference p(b, k) - m(b) itself (-inf past n).
+ * p (inputs plus children's relative messages, a few terms of a few nats each) is summed in
+ * FP64 and kept in FP32: it is near 0, so its rounding (<= 1e-6 nats) is what FP32 costs; the
+ * large part of every node value, O(b) + m(b), stays in FP64. Any m near the maximum works
+ * since O + m is carried exactly. Called by all threads of a block of <= PC_GPU_MAX_THREADS;
+ * ends with a barrier. */
 static __device__ void pc_gpu_phase_a(const pc_gpu_args &a, const pc_gpu_group &g, int64_t b0,
                                       int bm, bool root, bool shifted, float *es, double *m,
                                       double *o) {
-    const int K = a.K, ld = pc_gpu_ld(bm);
+    __shared__ float part[PC_GPU_MAX_THREADS];
+    const int K = a.K, ld = pc_gpu_ld(bm), nt = blockDim.x;
     const int count = bm * K;
-    for (int i = threadIdx.x; i < count; i += blockDim.x) {
-        int bl = i / K, k = i - bl * K;
-        int64_t b = b0 + bl;
-        float v = -INFINITY;
-        if (b < a.n) {
-            double p = pc_gpu_p(a, g, b, k);
-            if (root) p += __ldg(a.root_logw + k);
-            v = (float)p;
+    const int64_t V = a.V;
+    /* 1. es[k][b] = p(b, k), PC_GPU_GATHER elements per thread at a time (k fastest, so the
+     *    loads of input rows and messages coalesce). Out-of-range elements read sample b0. */
+    for (int base = threadIdx.x; base < count; base += nt * PC_GPU_GATHER) {
+        int64_t b[PC_GPU_GATHER];
+        int k[PC_GPU_GATHER];
+        double p[PC_GPU_GATHER];
+#pragma unroll
+        for (int u = 0; u < PC_GPU_GATHER; u++) {
+            const int i = base + u * nt;
+            const int bl = i / K;
+            const bool ok = i < count && b0 + bl < a.n;
+            b[u] = ok ? b0 + bl : b0;
+            k[u] = ok ? i - bl * K : 0;
+            p[u] = 0.0;
         }
-        es[k * ld + bl] = v;
+        for (int vi = g.var_begin; vi < g.var_end; vi++) {
+            const int v = __ldg(a.vars + vi);
+            const float *rows = a.input + (size_t)v * (a.C + 1) * K;
+            int code[PC_GPU_GATHER];
+#pragma unroll
+            for (int u = 0; u < PC_GPU_GATHER; u++) {
+                const int64_t at = b[u] * V + v;
+                code[u] = (a.missing && __ldg(a.missing + at)) ? a.C : __ldg(a.x + at);
+            }
+#pragma unroll
+            for (int u = 0; u < PC_GPU_GATHER; u++)
+                p[u] += (double)__ldg(rows + (size_t)code[u] * K + k[u]);
+        }
+        for (int ci = g.child_begin; ci < g.child_end; ci++) {
+            const float *rel = a.rel + (size_t)__ldg(a.child_slot + ci) * a.chunk * K;
+#pragma unroll
+            for (int u = 0; u < PC_GPU_GATHER; u++) p[u] += (double)__ldcg(rel + b[u] * K + k[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < PC_GPU_GATHER; u++) {
+            const int i = base + u * nt;
+            if (i >= count) continue;
+            const int bl = i / K, kk = i - bl * K;
+            if (root) p[u] += __ldg(a.root_logw + kk);
+            es[kk * ld + bl] = b0 + bl < a.n ? (float)p[u] : -INFINITY;
+        }
     }
     __syncthreads();
-    for (int bl = threadIdx.x; bl < bm; bl += blockDim.x) {
+    /* 2. m(b): q = nt / bm threads per sample take every q-th k, then one thread per sample
+     *    combines them and sums the children's offsets. */
+    const int q = nt / bm;
+    if (threadIdx.x < q * bm) {
+        const int bl = threadIdx.x % bm;
         float mx = -INFINITY;
-        for (int k = 0; k < K; k++) mx = fmaxf(mx, es[k * ld + bl]);
-        m[bl] = (double)mx;
-        int64_t b = b0 + bl;
-        o[bl] = b < a.n ? pc_gpu_offset(a, g, b) : 0.0;
+        for (int kk = threadIdx.x / bm; kk < K; kk += q) mx = fmaxf(mx, es[kk * ld + bl]);
+        part[threadIdx.x] = mx;
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < count; i += blockDim.x) {
-        int bl = i / K, k = i - bl * K;
-        int64_t b = b0 + bl;
-        float e = shifted ? -INFINITY : 0.0f;
-        double mb = m[bl];
-        if (b < a.n && mb != -INFINITY) {
-            double p = pc_gpu_p(a, g, b, k);
-            if (root) p += __ldg(a.root_logw + k);
-            e = shifted ? (float)(p - mb) : __expf((float)(p - mb));
-        }
-        es[k * ld + bl] = e;
+    for (int bl = threadIdx.x; bl < bm; bl += nt) {
+        float mx = part[bl];
+        for (int j = 1; j < q; j++) mx = fmaxf(mx, part[j * bm + bl]);
+        m[bl] = (double)mx;
+        o[bl] = b0 + bl < a.n ? pc_gpu_offset(a, g, b0 + bl) : 0.0;
+    }
+    __syncthreads();
+    /* 3. es -= m, exponentiated unless `shifted` (b fastest: conflict-free shared memory). */
+    for (int i = threadIdx.x; i < count; i += nt) {
+        const int kk = i / bm, bl = i - kk * bm;
+        const float mb = (float)m[bl], v = es[kk * ld + bl];
+        float e;
+        if (mb == -INFINITY) e = shifted ? -INFINITY : 0.0f;
+        else e = shifted ? v - mb : __expf(v - mb);
+        es[kk * ld + bl] = e;
     }
     __syncthreads();
 }

@@ -148,7 +148,7 @@ static pc_status fuse_configure(pc_gpu_state *s) {
     else if (K <= 64) s->bm = 128, s->bn = 64, s->smem = fuse_smem<128, 64>(K);
     else s->bm = 64, s->bn = 128, s->smem = fuse_smem<64, 128>(K);
     PC_GPU_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
-    if (s->smem > (size_t)max_smem)
+    if (s->smem + PC_GPU_STATIC_SMEM > (size_t)max_smem)
         return pc_fail(PC_ERR_UNSUPPORTED,
                        "backend 'fuse': K = %d needs %zu bytes of shared memory per block, the "
                        "GPU has %d", K, s->smem, max_smem);

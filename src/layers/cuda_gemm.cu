@@ -84,7 +84,7 @@ static pc_status gemm_configure(pc_gpu_state *s) {
     s->bm = GEMM_BM, s->bn = s->K;
     s->smem = (size_t)s->K * (GEMM_BM + 4) * 4 + 2 * GEMM_BM * 8;
     PC_GPU_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
-    if (s->smem > (size_t)max_smem)
+    if (s->smem + PC_GPU_STATIC_SMEM > (size_t)max_smem)
         return pc_fail(PC_ERR_UNSUPPORTED,
                        "backend 'gemm': K = %d needs %zu bytes of shared memory per block, the "
                        "GPU has %d", s->K, s->smem, max_smem);

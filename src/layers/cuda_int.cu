@@ -109,7 +109,7 @@ static pc_status int_configure(pc_gpu_state *s) {
     bm = bm > 128 ? 128 : bm < 4 ? 4 : bm & ~3;
     s->bm = bm, s->bn = K, s->smem = int_smem(K, bm);
     PC_GPU_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
-    if (s->smem > (size_t)max_smem)
+    if (s->smem + PC_GPU_STATIC_SMEM > (size_t)max_smem)
         return pc_fail(PC_ERR_UNSUPPORTED,
                        "backend 'int': K = %d needs %zu bytes of shared memory per block, the "
                        "GPU has %d", K, s->smem, max_smem);
