@@ -247,6 +247,71 @@ static void two_roots(void *d) {
         }
 }
 
+/* The tree edits need the model's shape: the root and a variable with a trans row. */
+static int32_t root_var(void) {
+    for (int32_t v = 0; v < V; v++)
+        if (model->parent[v] < 0) return v;
+    return -1;
+}
+static int32_t owner_var(int skip) {
+    for (int32_t v = 0; v < V; v++)
+        if (model->trans_index[v] >= 0 && skip-- == 0) return v;
+    return -1;
+}
+static void cycle(void *d) {
+    /* The root's parent becomes one of its descendants, and a variable with no children
+     * (not that descendant) becomes the root: one root, and a cycle. */
+    int32_t *parent = d, r = root_var(), v = owner_var(0), leaf = -1;
+    for (int32_t u = 0; u < V && leaf < 0; u++) {
+        int has_child = 0;
+        for (int32_t w = 0; w < V; w++) has_child |= model->parent[w] == u;
+        if (!has_child && u != v) leaf = u;
+    }
+    parent[r] = v;
+    parent[leaf] = -1;
+}
+static void trans_reused(void *d) {
+    int32_t *trans = d;
+    trans[owner_var(1)] = trans[owner_var(0)];
+}
+static void trans_out_of_range(void *d) { ((int32_t *)d)[owner_var(0)] = V; }
+
+/* Writes a valid model, then changes the file's schema with `edit`. */
+static const char *broken_file(const char *name, void (*edit)(hid_t file)) {
+    const char *p = path_of(name);
+    assert_int_equal(pc_hclt_save(model, p, PC_HCLT_F32), PC_OK);
+    hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    edit(f);
+    H5Fclose(f);
+    return p;
+}
+static void wrong_format(hid_t f) {
+    assert_true(H5Adelete(f, "format") >= 0);
+    hid_t sp = H5Screate(H5S_SCALAR), t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, 8);
+    hid_t a = H5Acreate2(f, "format", t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(H5Awrite(a, t, "pc-other") >= 0);
+    H5Aclose(a), H5Tclose(t), H5Sclose(sp);
+}
+static void wrong_version(hid_t f) {
+    hid_t a = H5Aopen(f, "version", H5P_DEFAULT);
+    int v = 7;
+    assert_true(H5Awrite(a, H5T_NATIVE_INT, &v) >= 0);
+    H5Aclose(a);
+}
+static void drop_dataset(hid_t f) { assert_true(H5Ldelete(f, "/params/trans_logw", H5P_DEFAULT) >= 0); }
+static void wrong_shape(hid_t f) {
+    assert_true(H5Ldelete(f, "/params/root_logw", H5P_DEFAULT) >= 0);
+    hsize_t dims[1] = {K + 2};
+    double w[K + 2] = {0};
+    hid_t sp = H5Screate_simple(1, dims, NULL);
+    hid_t ds = H5Dcreate2(f, "/params/root_logw", H5T_IEEE_F64LE, sp, H5P_DEFAULT, H5P_DEFAULT,
+                          H5P_DEFAULT);
+    assert_true(H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, w) >= 0);
+    H5Dclose(ds), H5Sclose(sp);
+}
+
 static void test_bad_inputs(void **state) {
     (void)state;
     REQUIRE_PROGRAM();
@@ -261,6 +326,14 @@ static void test_bad_inputs(void **state) {
         {broken_model("inf.h5", "/params/trans_logw", 0, put_inf), data, "is +inf"},
         {broken_model("norm.h5", "/params/input_logp", 0, unnormalise), data, "not 1"},
         {broken_model("roots.h5", "/structure/parent", 1, two_roots), data, "root"},
+        {broken_model("cycle.h5", "/structure/parent", 1, cycle), data, "cycle"},
+        {broken_model("reuse.h5", "/structure/trans_index", 1, trans_reused), data, "used twice"},
+        {broken_model("range.h5", "/structure/trans_index", 1, trans_out_of_range), data,
+         "out of range"},
+        {broken_file("format.h5", wrong_format), data, "pc-other"},
+        {broken_file("version.h5", wrong_version), data, "version 7"},
+        {broken_file("nodata.h5", drop_dataset), data, "/params/trans_logw is missing"},
+        {broken_file("shape.h5", wrong_shape), data, "/params/root_logw has shape [5]"},
         {m, path_of("missing.gz"), "No such file"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
