@@ -7,7 +7,9 @@ first images of the MNIST test set with each backend on 1 thread and on all core
 of --reps runs is kept. The shipped model (models/mnist.h5, K = 16) is also scored in full
 with --compare ref, for its accuracy. Results: bench/results/cpu_circuit_<cpu>.json and .md.
 
-usage: bench/cpu_circuit_bench.py [--build DIR] [--reps N] [--images N]
+usage: bench/cpu_circuit_bench.py [--build DIR] [--reps N] [--images N] [--models DIR] [--data F]
+(--models: take random_k16.h5 and random_k32.h5 from DIR instead of making them, for machines
+without h5py; --data: the MNIST test images when pcinfer cannot find them itself)
 """
 import argparse
 import json
@@ -38,9 +40,11 @@ def cpu_info():
             "os": platform.platform(), "commit": commit}
 
 
-def pcinfer(build, model, kernel, threads, limit=None, compare=False):
+def pcinfer(build, model, kernel, threads, limit=None, compare=False, data=None):
     cmd = [os.path.join(build, "pcinfer"), "--kernel", kernel, "--threads", str(threads),
            "--json", model]
+    if data:
+        cmd += ["--data", data]
     if limit:
         cmd += ["--limit", str(limit)]
     if compare:
@@ -56,6 +60,8 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--images", type=int, default=4000)
+    ap.add_argument("--models", default=None)
+    ap.add_argument("--data", default=None)
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     machine = cpu_info()
@@ -64,12 +70,13 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for K in (16, 32):
-            model = os.path.join(tmp, "random_k%d.h5" % K)
-            subprocess.run([sys.executable, os.path.join(ROOT, "bench", "make_random_hclt.py"),
-                            "--latents", str(K), model], check=True)
+            model = os.path.join(a.models or tmp, "random_k%d.h5" % K)
+            if not a.models:
+                subprocess.run([sys.executable, os.path.join(ROOT, "bench", "make_random_hclt.py"),
+                                "--latents", str(K), model], check=True)
             for threads in sorted({1, cores}):
                 for kernel in ("ref", "cpu-fuse", "cpu"):
-                    runs = [pcinfer(build, model, kernel, threads, a.images)
+                    runs = [pcinfer(build, model, kernel, threads, a.images, data=a.data)
                             for _ in range(a.reps)]
                     ips = statistics.median(r["images_per_second"] for r in runs)
                     rows.append({"model": "random MNIST-shaped HCLT", "K": K, "threads": threads,
@@ -83,7 +90,7 @@ def main():
     model = os.path.join(ROOT, "models", "mnist.h5")
     if os.path.exists(model):
         for kernel in ("cpu-fuse", "cpu"):
-            r = pcinfer(build, model, kernel, cores, compare=True)
+            r = pcinfer(build, model, kernel, cores, compare=True, data=a.data)
             shipped.append({"kernel": kernel, "threads": cores, "images": r["images"],
                             "mean_ll_nats": r["mean_ll_nats"], "bits_per_dim": r["bits_per_dim"],
                             "images_per_second": r["images_per_second"],
@@ -93,7 +100,7 @@ def main():
     slug = re.sub(r"[^a-z0-9]+", "-", machine["cpu"].lower()).strip("-")
     out_dir = os.path.join(ROOT, "bench", "results")
     os.makedirs(out_dir, exist_ok=True)
-    base = os.path.join(out_dir, "cpu_circuit_%s" % slug)
+    base = os.path.join(out_dir, "cpu_circuit_%s_%dcores" % (slug, cores))
     with open(base + ".json.tmp", "w") as f:
         json.dump({"machine": machine, "timing": rows, "shipped_model": shipped}, f, indent=1)
     os.replace(base + ".json.tmp", base + ".json")
@@ -108,6 +115,10 @@ def main():
              "(other jobs on the machine): %.1f before, %.1f after the timing runs." % (
                  a.images, a.reps, machine["load_average_before"],
                  machine["load_average_after_timing"]), "",
+             ("Other jobs held part of the machine during these runs (load average >= 0.5): "
+              "the all-core rows understate how the backends scale." if
+              max(machine["load_average_before"], machine["load_average_after_timing"]) >= 0.5
+              and cores <= 4 else ""), "",
              "| K | threads | ref | cpu-fuse | cpu (IntLSE) | cpu-fuse / ref | cpu / ref |",
              "|---|---|---|---|---|---|---|"]
     for K in (16, 32):
