@@ -269,6 +269,15 @@ static void test_hclt_structure(void **state) {
     assert_int_equal(pc_learn_hclt_create(2, out_of_range, 2, 2, &m), PC_ERR_ARG);
     assert_non_null(strstr(pc_last_error(), "parent[1]"));
     assert_int_equal(pc_learn_hclt_create(2, parent, 1, 2, &m), PC_ERR_ARG);
+    /* size, not K, decides: a model too large for any machine (8.8 TB of transitions) fails
+     * cleanly instead of being killed later */
+    const int32_t path[3] = {1, -1, 1};
+    const int32_t chain[3] = {-1, 0, 1};
+    assert_int_equal(pc_learn_hclt_create(3, path, 2, 1 << 20, &m), PC_OK); /* no rows: 50 MB */
+    pc_hclt_free(m);
+    assert_int_equal(pc_learn_hclt_create(3, chain, 2, 1 << 20, &m), PC_ERR_NOMEM);
+    assert_null(m);
+    assert_non_null(strstr(pc_last_error(), "GB"));
 }
 
 int main(void) {

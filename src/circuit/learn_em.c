@@ -26,9 +26,11 @@
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "circuit/learn_em_internal.h"
+#include "circuit/learn_internal.h"
 
 static void thread_free(pc_em_thread *t) {
     free(t->e);
@@ -130,10 +132,17 @@ pc_status pc_em_create(const pc_hclt *model, pc_em **out) {
     if (!model) return pc_fail(PC_ERR_ARG, "EM: NULL model");
     pc_status st = pc_hclt_validate(model, "EM model");
     if (st != PC_OK) return st;
-    pc_em *em = calloc(1, sizeof *em);
-    if (!em) return pc_fail(PC_ERR_NOMEM, "EM: state");
     const int64_t v = model->num_vars, c = model->num_cats, k = model->num_latents,
                   tr = model->num_trans;
+    const int threads = omp_get_max_threads();
+    char what[160];
+    snprintf(what, sizeof what, "EM for V = %lld, C = %lld, K = %lld, T = %lld with %d threads",
+             (long long)v, (long long)c, (long long)k, (long long)tr, threads);
+    st = pc_learn_check_memory(8.0 * ((double)v * c * k * (1 + threads) +
+                                      (double)tr * k * k * (2 + 2 * threads)), what);
+    if (st != PC_OK) return st;
+    pc_em *em = calloc(1, sizeof *em);
+    if (!em) return pc_fail(PC_ERR_NOMEM, "EM: state");
     em->num_vars = model->num_vars;
     em->num_cats = model->num_cats;
     em->num_latents = model->num_latents;
@@ -146,7 +155,7 @@ pc_status pc_em_create(const pc_hclt *model, pc_em **out) {
     em->trans_wt = malloc(((size_t)(tr * k * k) + 1) * sizeof(double));
     em->input_w = malloc((size_t)(v * c * k) * sizeof(double));
     em->ones = malloc((size_t)k * sizeof(double));
-    em->num_threads = omp_get_max_threads();
+    em->num_threads = threads;
     em->thr = calloc((size_t)em->num_threads, sizeof(pc_em_thread));
     if (!em->parent || !em->trans || !em->order || !em->root_w || !em->trans_w || !em->trans_wt ||
         !em->input_w || !em->ones || !em->thr) {

@@ -5,8 +5,10 @@
  * "least eccentricity, then lowest index" plain to check.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
+#include "circuit/learn_internal.h"
 #include "pc/learn.h"
 
 /* Maximum spanning tree: link[v] = the tree neighbour through which v joined (-1 for vertex 0). */
@@ -146,8 +148,18 @@ pc_status pc_learn_hclt_create(int32_t num_vars, const int32_t *parent, int32_t 
     for (int32_t v = 0; v < num_vars; v++)
         if (parent[v] >= 0 && children[v] > 0) num_trans++;
 
+    char what[128];
+    snprintf(what, sizeof what, "an HCLT with V = %d, C = %d, K = %d, T = %d", num_vars, num_cats,
+             num_latents, num_trans);
+    pc_status st = pc_learn_check_memory(
+        8.0 * ((double)num_trans * num_latents * num_latents + (double)num_vars * num_latents * num_cats),
+        what);
+    if (st != PC_OK) {
+        free(children);
+        return st;
+    }
     pc_hclt *m = NULL;
-    pc_status st = pc_hclt_create(num_vars, num_cats, num_latents, num_trans, &m);
+    st = pc_hclt_create(num_vars, num_cats, num_latents, num_trans, &m);
     if (st != PC_OK) {
         free(children);
         return st;
