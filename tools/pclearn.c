@@ -41,8 +41,8 @@ static void usage(FILE *f) {
             "  --bins B           value bins for the mutual information (default 16)\n"
             "  --mi-rows M        rows sampled for the mutual information, 0 = all (default 20000)\n"
             "  --data FILE        training data, IDX (.gz) (default: MNIST training images)\n"
-            "  --valid FILE       test data scored at the end (default: MNIST test images when\n"
-            "                     --data is not given)\n"
+            "  --valid FILE       test data scored at the end (default: MNIST test images, if\n"
+            "                     found, when --data is not given)\n"
             "  --seed S           random seed (default 1)\n"
             "  --threads T        OpenMP threads (default: all cores)\n"
             "  --f64              store parameters as float64 (default float32)\n"
@@ -140,9 +140,10 @@ static int fail(const char *what) {
     return 1;
 }
 
+/* Reads `path`, or when it is NULL the MNIST file `mnist_name`; the path read goes to used. */
 static int load_data(const char *path, const char *mnist_name, pc_data **out, char *used, size_t n) {
     if (path) {
-        snprintf(used, n, "%s", path);
+        if (used != path) snprintf(used, n, "%s", path);
     } else if (pc_data_find_mnist(NULL, mnist_name, used, n) != PC_OK) {
         return fail("finding the data");
     }
@@ -242,9 +243,16 @@ int main(int argc, char **argv) {
     }
     const int32_t cats = 256, vars = d->width; /* IDX bytes: 256 categories */
     fprintf(stderr, "data: %s, %lld samples x %d variables\n", data_path, (long long)d->count, vars);
-    /* The test data is read before learning, so a bad file fails at once. */
-    if (o.valid || !o.data) {
-        if (load_data(o.valid, "t10k-images-idx3-ubyte.gz", &test, valid_path, sizeof valid_path))
+    /* The test data is read before learning, so a bad file fails at once. Without --valid
+     * and --data, the MNIST test set is scored when it is found, and skipped when not. */
+    int want_test = o.valid != NULL;
+    if (!o.valid && !o.data) {
+        want_test = pc_data_find_mnist(NULL, "t10k-images-idx3-ubyte.gz", valid_path,
+                                       sizeof valid_path) == PC_OK;
+        if (!want_test) fprintf(stderr, "pclearn: no test set scored: %s\n", pc_last_error());
+    }
+    if (want_test) {
+        if (load_data(o.valid ? o.valid : valid_path, NULL, &test, valid_path, sizeof valid_path))
             goto out;
         if (test->width != vars || test->count < 1) {
             fprintf(stderr, "pclearn: %s has %lld samples of %d variables; need >= 1 of %d\n",
