@@ -6,6 +6,11 @@
  * counter over the 8-term blocks (a stack of partial sums, one per level), which is the same
  * balanced tree for K a power of two and never folds small terms one by one into a large one.
  * Padding terms are -2^30: lse2 with them adds exactly 0 (table[end] = 0).
+ * Zero probability follows the cpu backend (cpu_int.c): a shifted value p - m or an output at
+ * or below INT_ZERO (-4096 log2 units, 2839 nats) counts as zero. Zero outputs are written as
+ * -inf, so a parent sees an exact zero: its p is -inf there, and a group with no nonzero
+ * state gets m = -inf and offset -inf (pc_gpu_phase_a), which reaches log p(x) = -inf. Writing
+ * the clamped integer instead (~ -5678 nats) would make such a group look finite.
  * A work item is (group, tile of BM samples) and covers all K outputs (thread per (b, j), lanes
  * along j so the weight reads coalesce). The root's LSE is FP64 as in every backend. */
 #include "layers/cuda_circuit.cuh"
@@ -16,6 +21,7 @@
 
 #define INT_THREADS 256
 #define INT_PAD (2 * PC_INT_FLOOR)
+#define INT_ZERO (PC_INT_FLOOR / 2)
 
 static size_t int_smem(int K, int bm) {
     return (size_t)K * (bm + 4) * 4 + 2 * (size_t)bm * 8 + PC_INT_TABLE_LEN * 4;
@@ -76,7 +82,8 @@ static __global__ void __launch_bounds__(INT_THREADS) int_kernel(pc_gpu_args a, 
             int32_t *pq = reinterpret_cast<int32_t *>(es);
             for (int i = threadIdx.x; i < K * bm; i += INT_THREADS) {
                 const int k = i / bm, bl = i - k * bm;
-                pq[k * ld + bl] = pc_int_from_shifted(es[k * ld + bl]);
+                const int32_t q = pc_int_from_shifted(es[k * ld + bl]);
+                pq[k * ld + bl] = q > INT_ZERO ? q : PC_INT_FLOOR;
             }
             __syncthreads();
             const int32_t *wq = a.wq + (size_t)gi * K * K;
@@ -85,7 +92,8 @@ static __global__ void __launch_bounds__(INT_THREADS) int_kernel(pc_gpu_args a, 
                 const int64_t b = b0 + bl;
                 if (b >= a.n) continue;
                 const int32_t r = int_lse_column(wq, K, j, pq + bl, ld, tab);
-                a.rel[((size_t)g.slot * a.chunk + b) * K + j] = (float)((double)r * PC_INT_UNIT_NATS);
+                a.rel[((size_t)g.slot * a.chunk + b) * K + j] =
+                    r > INT_ZERO ? (float)((double)r * PC_INT_UNIT_NATS) : -INFINITY;
             }
             for (int bl = threadIdx.x; bl < bm; bl += INT_THREADS) {
                 const int64_t b = b0 + bl;
