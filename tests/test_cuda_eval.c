@@ -1,7 +1,7 @@
 /* The GPU backends (fuse, int, gemm) against the CPU FP64 `ref` on random HCLTs of awkward
- * shape: K = 1, 3, 17, 100, 200 (two output tiles); a chain of 300 variables (300 layers); a
- * star; V = 1; C = 256; zero probabilities; missing values; batches that are not a multiple of
- * any tile and batches streamed in several chunks. Outputs are poisoned before each run.
+ * shape: K = 1, 3, 17, 100, 200 (one output tile of 256), 300 (two output tiles); a chain of
+ * 300 variables (300 layers); a star; V = 1; C = 256; zero probabilities; missing values;
+ * batches that are not a multiple of any tile and batches streamed in several chunks. Outputs are poisoned before each run.
  * Without a GPU (or without CUDA) creating a GPU evaluator must fail with PC_ERR_NO_DEVICE
  * (PC_ERR_UNSUPPORTED), and the program then exits 77 (skipped). */
 #include <math.h>
@@ -122,7 +122,8 @@ static void test_shapes(void **state) {
         {"K=3 random, zeros", 40, 2, 3, 0.5, 1, 0, 1000, 0.2},
         {"K=17 random, zeros", 30, 7, 17, 0.3, 1, 0, 257, 0.1},
         {"K=100 random", 20, 4, 100, 0.3, 0, 0, 129, 0.1},
-        {"K=200 (two j-tiles)", 12, 3, 200, 0.2, 0, 0, 65, 0.1},
+        {"K=200 (BN = 256)", 12, 3, 200, 0.2, 0, 0, 65, 0.1},
+        {"K=300 (two j-tiles)", 8, 3, 300, 0.2, 1, 0, 67, 0.1},
         {"chain V=300 K=16", 300, 3, 16, 0.1, 0, 1, 200, 0.05},
         {"star V=60 K=8", 60, 4, 8, 0.5, 1, 2, 333, 0.1},
         {"V=1 K=5", 1, 3, 5, 0.0, 0, 0, 7, 0.3},

@@ -100,8 +100,9 @@ static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_grou
     }
 }
 
+/* The persistent loop: items from the queue until none is left. */
 template <int BM, int BN, int TM, int TN>
-static __global__ void __launch_bounds__(FUSE_THREADS) fuse_kernel(pc_gpu_args a) {
+static __device__ __forceinline__ void fuse_loop(const pc_gpu_args &a) {
     extern __shared__ float4 smem4[];
     float *smem = reinterpret_cast<float *>(smem4);
     __shared__ int s_item;
@@ -127,15 +128,30 @@ static __global__ void __launch_bounds__(FUSE_THREADS) fuse_kernel(pc_gpu_args a
     }
 }
 
+template <int BM, int BN, int TM, int TN>
+static __global__ void __launch_bounds__(FUSE_THREADS) fuse_kernel(pc_gpu_args a) {
+    fuse_loop<BM, BN, TM, TN>(a);
+}
+
+/* The 8 x 8 tile (BN = 256) would take 141 registers, one block per SM; capped at 128 (a few
+ * spilled words) two blocks per SM hide each other's gather latency, as with BN = 128. */
+template <int BM, int BN, int TM, int TN>
+static __global__ void __launch_bounds__(FUSE_THREADS, 2) fuse_kernel_2(pc_gpu_args a) {
+    fuse_loop<BM, BN, TM, TN>(a);
+}
+
 typedef void (*fuse_fn)(pc_gpu_args);
 
-/* Tile shapes by K: outputs per block BN >= K where possible (one j-tile), BM samples. */
+/* Tile shapes by K: outputs per block BN >= K up to K = 256 (one j-tile, so the gather of
+ * phase A runs once per batch tile; with two j-tiles every tile's gather ran twice), BM
+ * samples. BN = 256 takes TM x TN = 8 x 8 accumulators per thread. */
 static fuse_fn fuse_pick(int bn) {
     switch (bn) {
     case 16: return fuse_kernel<128, 16, 4, 2>;
     case 32: return fuse_kernel<128, 32, 4, 4>;
     case 64: return fuse_kernel<128, 64, 8, 4>;
-    default: return fuse_kernel<64, 128, 4, 8>;
+    case 128: return fuse_kernel<64, 128, 4, 8>;
+    default: return fuse_kernel_2<64, 256, 8, 8>;
     }
 }
 
@@ -146,7 +162,8 @@ static pc_status fuse_configure(pc_gpu_state *s) {
     if (K <= 16) s->bm = 128, s->bn = 16, s->smem = fuse_smem<128, 16>(K);
     else if (K <= 32) s->bm = 128, s->bn = 32, s->smem = fuse_smem<128, 32>(K);
     else if (K <= 64) s->bm = 128, s->bn = 64, s->smem = fuse_smem<128, 64>(K);
-    else s->bm = 64, s->bn = 128, s->smem = fuse_smem<64, 128>(K);
+    else if (K <= 128) s->bm = 64, s->bn = 128, s->smem = fuse_smem<64, 128>(K);
+    else s->bm = 64, s->bn = 256, s->smem = fuse_smem<64, 256>(K);
     PC_GPU_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
     if (s->smem + PC_GPU_STATIC_SMEM > (size_t)max_smem)
         return pc_fail(PC_ERR_UNSUPPORTED,
