@@ -1,8 +1,8 @@
 /* The GPU backends (fuse, int, gemm) against the CPU FP64 `ref` on random HCLTs of awkward
  * shape: K = 1, 3, 17, 100, 200 (one output tile of 256), 300 (two output tiles); a chain of
  * 300 variables (300 layers); a star; V = 1; C = 256; zero probabilities; missing values;
- * batches that are not a multiple of any tile and batches streamed in several chunks. Outputs are poisoned before each run.
- * Without a GPU (or without CUDA) creating a GPU evaluator must fail with PC_ERR_NO_DEVICE
+ * batches that are not a multiple of any tile and batches streamed in several chunks. Outputs
+ * are poisoned before each run. Without a GPU (or without CUDA) creating a GPU evaluator must fail with PC_ERR_NO_DEVICE
  * (PC_ERR_UNSUPPORTED), and the program then exits 77 (skipped). */
 #include <math.h>
 #include <setjmp.h>
