@@ -2,8 +2,8 @@
  * shape: K = 1, 3, 17, 100, 200 (one output tile of 256), 300 (two output tiles); a chain of
  * 300 variables (300 layers); a star; V = 1; C = 256; zero probabilities; missing values;
  * batches that are not a multiple of any tile and batches streamed in several chunks. Outputs
- * are poisoned before each run. Without a GPU (or without CUDA) creating a GPU evaluator must fail with PC_ERR_NO_DEVICE
- * (PC_ERR_UNSUPPORTED), and the program then exits 77 (skipped). */
+ * are poisoned before each run. Without a GPU (or without CUDA) creating a GPU evaluator must
+ * fail with PC_ERR_NO_DEVICE (PC_ERR_UNSUPPORTED), and the program then exits 77 (skipped). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
