@@ -112,9 +112,8 @@ static void transpose_trans(pc_em *em) {
                 em->trans_wt[(t * k + l) * k + j] = em->trans_w[(t * k + j) * k + l];
 }
 
-void pc_em_use_generic(pc_em *em, int generic) {
+void pc_em_pick_kernels(pc_em *em) {
     em->kern = pc_em_kernels_generic;
-    if (generic) return;
 #if defined(__x86_64__) || defined(__i386__)
     /* __builtin_cpu_supports also checks (xgetbv) that the OS saves the wide registers. */
     __builtin_cpu_init();
@@ -185,7 +184,7 @@ pc_status pc_em_create(const pc_hclt *model, pc_em **out) {
         pc_em_free(em);
         return st;
     }
-    pc_em_use_generic(em, 0);
+    pc_em_pick_kernels(em);
     *out = em;
     return PC_OK;
 }

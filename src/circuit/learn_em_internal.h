@@ -52,7 +52,7 @@ extern const pc_em_kernels pc_em_kernels_generic;
 extern const pc_em_kernels pc_em_kernels_avx2;
 extern const pc_em_kernels pc_em_kernels_avx512;
 
-/* Chooses the kernels: 0 = best the CPU has, 1 = generic (tests compare the two). */
-void pc_em_use_generic(pc_em *em, int generic);
+/* Sets em->kern to the best copy the CPU can run (tests may set em->kern themselves). */
+void pc_em_pick_kernels(pc_em *em);
 
 #endif
