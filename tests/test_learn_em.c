@@ -36,7 +36,7 @@ static pc_hclt *worked_example(void) {
 
 static void test_loglik_worked_example(void **state) {
     (void)state;
-    const double want[8] = {-2.470530483843493, -1.7858171597724257, -2.726316009909102,
+    const double want[8] = {-2.470530483843493,  -1.7858171597724257, -2.726316009909102,
                             -1.9495367171110118, -1.6688694962035266, -1.7525002952759379,
                             -2.5066615815910294, -2.3365556125651987};
     pc_hclt *m = worked_example();
@@ -123,7 +123,8 @@ static void ref_p(const pc_hclt *m, const uint8_t *x, const uint8_t *miss, int v
                 out[j] += pc[j];
                 continue;
             }
-            for (int l = 0; l < k; l++) term[l] = m->trans_logw[((int64_t)t * k + j) * k + l] + pc[l];
+            for (int l = 0; l < k; l++)
+                term[l] = m->trans_logw[((int64_t)t * k + j) * k + l] + pc[l];
             out[j] += lse(term, k);
         }
     }
@@ -176,7 +177,9 @@ static pc_hclt *random_model(int32_t v, int32_t c, int32_t k, uint64_t *rng) {
         for (int64_t r = 0; r < len[a]; r += width[a]) {
             double *row = all[a] + r, sum = 0;
             for (int64_t i = 0; i < width[a]; i++) {
-                row[i] = (i > 0 && pc_learn_rand_unit(rng) < 0.05) ? 0 : exp(4 * pc_learn_rand_unit(rng));
+                row[i] = (i > 0 && pc_learn_rand_unit(rng) < 0.05)
+                             ? 0
+                             : exp(4 * pc_learn_rand_unit(rng));
                 sum += row[i];
             }
             for (int64_t i = 0; i < width[a]; i++) row[i] = log(row[i] / sum);
@@ -192,7 +195,8 @@ static void test_loglik_matches_definition(void **state) {
     uint64_t rng = g_seed ^ 0x77;
     const int32_t ks[6] = {1, 2, 5, 16, 32, 33};
     for (int trial = 0; trial < 12; trial++) {
-        const int32_t v = 1 + (int32_t)pc_learn_rand_below(&rng, 12), c = 2 + (int32_t)pc_learn_rand_below(&rng, 7);
+        const int32_t v = 1 + (int32_t)pc_learn_rand_below(&rng, 12),
+                      c = 2 + (int32_t)pc_learn_rand_below(&rng, 7);
         const int32_t k = ks[trial % 6];
         pc_hclt *m = random_model(v, c, k, &rng);
         pc_data *d = NULL;
@@ -224,7 +228,8 @@ static pc_hclt *em_with_kernels(const pc_hclt *start, const pc_data *d, const pc
                                 double *ll_out) {
     pc_hclt *out = NULL;
     assert_int_equal(pc_learn_hclt_create(start->num_vars, start->parent, start->num_cats,
-                                          start->num_latents, &out), PC_OK);
+                                          start->num_latents, &out),
+                     PC_OK);
     pc_em *em = NULL;
     assert_int_equal(pc_em_create(start, &em), PC_OK);
     em->kern = *kern;
@@ -246,7 +251,8 @@ static void test_em_kernels_agree(void **state) {
     const pc_em_kernels *sets[3] = {&pc_em_kernels_generic, NULL, NULL};
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) sets[1] = &pc_em_kernels_avx2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        sets[1] = &pc_em_kernels_avx2;
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
         sets[2] = &pc_em_kernels_avx512;
@@ -267,7 +273,8 @@ static void test_em_kernels_agree(void **state) {
             if (!sets[i]) continue;
             pc_hclt *other = em_with_kernels(m, d, sets[i], ll);
             assert_memory_equal(ll, ll_base, sizeof ll);
-            assert_memory_equal(other->input_logp, base->input_logp, (size_t)10 * k * 4 * sizeof(double));
+            assert_memory_equal(other->input_logp, base->input_logp,
+                                (size_t)10 * k * 4 * sizeof(double));
             assert_memory_equal(other->trans_logw, base->trans_logw,
                                 (size_t)base->num_trans * k * k * sizeof(double));
             assert_memory_equal(other->root_logw, base->root_logw, (size_t)k * sizeof(double));

@@ -56,16 +56,31 @@ static void write_idx(const char *name, int n, long cut) {
     snprintf(path, sizeof path, "%s/%s", g_dir, name);
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
-    const unsigned char head[16] = {0, 0, 8, 3, (unsigned char)(n >> 24), (unsigned char)(n >> 16),
-                                    (unsigned char)(n >> 8), (unsigned char)n, 0, 0, 0, 4, 0, 0, 0, 4};
+    const unsigned char head[16] = {0,
+                                    0,
+                                    8,
+                                    3,
+                                    (unsigned char)(n >> 24),
+                                    (unsigned char)(n >> 16),
+                                    (unsigned char)(n >> 8),
+                                    (unsigned char)n,
+                                    0,
+                                    0,
+                                    0,
+                                    4,
+                                    0,
+                                    0,
+                                    0,
+                                    4};
     assert_int_equal(fwrite(head, 1, 16, f), 16);
     uint64_t rng = g_seed;
     long total = (long)n * 16 - cut;
     for (long i = 0; i < total; i++) {
         static unsigned char row[16];
         int v = (int)(i % 16);
-        row[v] = (v > 0 && pc_learn_rand_unit(&rng) < 0.7) ? row[v / 2]
-                                                           : (unsigned char)pc_learn_rand_below(&rng, 256);
+        row[v] = (v > 0 && pc_learn_rand_unit(&rng) < 0.7)
+                     ? row[v / 2]
+                     : (unsigned char)pc_learn_rand_below(&rng, 256);
         fputc(row[v], f);
     }
     assert_int_equal(fclose(f), 0);

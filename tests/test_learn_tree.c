@@ -71,9 +71,9 @@ static void test_mi_independent_vs_identical(void **state) {
     for (int64_t i = 0; i < n; i++) {
         uint8_t a = (uint8_t)pc_learn_rand_below(&rng, 256);
         d.values[i * 4 + 0] = a;
-        d.values[i * 4 + 1] = a;                                             /* identical */
-        d.values[i * 4 + 2] = (uint8_t)pc_learn_rand_below(&rng, 256);       /* independent */
-        d.values[i * 4 + 3] = (uint8_t)(255 - a);                            /* a bijection of a */
+        d.values[i * 4 + 1] = a;                                       /* identical */
+        d.values[i * 4 + 2] = (uint8_t)pc_learn_rand_below(&rng, 256); /* independent */
+        d.values[i * 4 + 3] = (uint8_t)(255 - a);                      /* a bijection of a */
     }
     double mi[16];
     for (int i = 0; i < 16; i++) mi[i] = NAN; /* poison */

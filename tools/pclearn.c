@@ -28,26 +28,26 @@ typedef struct options {
     int f64;
 } options;
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: pclearn --latents K [options] -o MODEL.h5\n"
-            "  --latents K        latent states per tree node (required, 1..4096)\n"
-            "  --epochs E         mini-batch EM epochs (default 10)\n"
-            "  --batch N          mini-batch size (default 512)\n"
-            "  --full-epochs F    full-batch EM epochs after the mini-batch ones (default 1)\n"
-            "  --pseudocount A    pseudocount per distribution (default 0.1)\n"
-            "  --step-start A0    mini-batch step size at the first batch (default 0.9)\n"
-            "  --step-end A1      step size at the last batch, linear in between (default 0.1)\n"
-            "  --bins B           value bins for the mutual information (default 16)\n"
-            "  --mi-rows M        rows sampled for the mutual information, 0 = all (default 20000)\n"
-            "  --data FILE        training data, IDX (.gz) (default: MNIST training images)\n"
-            "  --valid FILE       test data scored at the end (default: MNIST test images, if\n"
-            "                     found, when --data is not given)\n"
-            "  --seed S           random seed (default 1)\n"
-            "  --threads T        OpenMP threads (default: all cores)\n"
-            "  --f64              store parameters as float64 (default float32)\n"
-            "  -o MODEL.h5        output model (written to a temporary name, then renamed)\n");
-}
+static const char usage_text[] =
+    "usage: pclearn --latents K [options] -o MODEL.h5\n"
+    "  --latents K        latent states per tree node (required, 1..4096)\n"
+    "  --epochs E         mini-batch EM epochs (default 10)\n"
+    "  --batch N          mini-batch size (default 512)\n"
+    "  --full-epochs F    full-batch EM epochs after the mini-batch ones (default 1)\n"
+    "  --pseudocount A    pseudocount per distribution (default 0.1)\n"
+    "  --step-start A0    mini-batch step size at the first batch (default 0.9)\n"
+    "  --step-end A1      step size at the last batch, linear in between (default 0.1)\n"
+    "  --bins B           value bins for the mutual information (default 16)\n"
+    "  --mi-rows M        rows sampled for the mutual information, 0 = all (default 20000)\n"
+    "  --data FILE        training data, IDX (.gz) (default: MNIST training images)\n"
+    "  --valid FILE       test data scored at the end (default: MNIST test images, if\n"
+    "                     found, when --data is not given)\n"
+    "  --seed S           random seed (default 1)\n"
+    "  --threads T        OpenMP threads (default: all cores)\n"
+    "  --f64              store parameters as float64 (default float32)\n"
+    "  -o MODEL.h5        output model (written to a temporary name, then renamed)\n";
+
+static void usage(FILE *f) { fputs(usage_text, f); }
 
 static int parse_long(const char *name, const char *text, long lo, long hi, long *out) {
     char *end;
@@ -75,9 +75,17 @@ static int parse_double(const char *name, const char *text, double lo, double hi
 
 /* Returns 0 on success, 2 on a usage error (message printed). */
 static int parse_args(int argc, char **argv, options *o) {
-    *o = (options){.latents = 0, .epochs = 10, .batch = 512, .full_epochs = 1, .bins = 16,
-                   .mi_rows = 20000, .threads = 0, .pseudocount = 0.1, .step_start = 0.9,
-                   .step_end = 0.1, .seed = 1};
+    *o = (options){.latents = 0,
+                   .epochs = 10,
+                   .batch = 512,
+                   .full_epochs = 1,
+                   .bins = 16,
+                   .mi_rows = 20000,
+                   .threads = 0,
+                   .pseudocount = 0.1,
+                   .step_start = 0.9,
+                   .step_end = 0.1,
+                   .seed = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -95,22 +103,35 @@ static int parse_args(int argc, char **argv, options *o) {
         const char *v = argv[++i];
         long seed = 0;
         int ok = 1;
-        if (!strcmp(a, "--latents")) ok = parse_long(a, v, 1, 4096, &o->latents);
-        else if (!strcmp(a, "--epochs")) ok = parse_long(a, v, 0, 100000, &o->epochs);
-        else if (!strcmp(a, "--batch")) ok = parse_long(a, v, 1, 1L << 30, &o->batch);
-        else if (!strcmp(a, "--full-epochs")) ok = parse_long(a, v, 0, 100000, &o->full_epochs);
-        else if (!strcmp(a, "--bins")) ok = parse_long(a, v, 2, 64, &o->bins);
-        else if (!strcmp(a, "--mi-rows")) ok = parse_long(a, v, 0, 1L << 40, &o->mi_rows);
-        else if (!strcmp(a, "--threads")) ok = parse_long(a, v, 1, 1024, &o->threads);
-        else if (!strcmp(a, "--pseudocount")) ok = parse_double(a, v, 0, 1e9, &o->pseudocount);
-        else if (!strcmp(a, "--step-start")) ok = parse_double(a, v, 1e-9, 1, &o->step_start);
-        else if (!strcmp(a, "--step-end")) ok = parse_double(a, v, 1e-9, 1, &o->step_end);
+        if (!strcmp(a, "--latents"))
+            ok = parse_long(a, v, 1, 4096, &o->latents);
+        else if (!strcmp(a, "--epochs"))
+            ok = parse_long(a, v, 0, 100000, &o->epochs);
+        else if (!strcmp(a, "--batch"))
+            ok = parse_long(a, v, 1, 1L << 30, &o->batch);
+        else if (!strcmp(a, "--full-epochs"))
+            ok = parse_long(a, v, 0, 100000, &o->full_epochs);
+        else if (!strcmp(a, "--bins"))
+            ok = parse_long(a, v, 2, 64, &o->bins);
+        else if (!strcmp(a, "--mi-rows"))
+            ok = parse_long(a, v, 0, 1L << 40, &o->mi_rows);
+        else if (!strcmp(a, "--threads"))
+            ok = parse_long(a, v, 1, 1024, &o->threads);
+        else if (!strcmp(a, "--pseudocount"))
+            ok = parse_double(a, v, 0, 1e9, &o->pseudocount);
+        else if (!strcmp(a, "--step-start"))
+            ok = parse_double(a, v, 1e-9, 1, &o->step_start);
+        else if (!strcmp(a, "--step-end"))
+            ok = parse_double(a, v, 1e-9, 1, &o->step_end);
         else if (!strcmp(a, "--seed")) {
             ok = parse_long(a, v, 0, 0x7fffffffL, &seed);
             o->seed = (unsigned long long)seed;
-        } else if (!strcmp(a, "--data")) o->data = v;
-        else if (!strcmp(a, "--valid")) o->valid = v;
-        else if (!strcmp(a, "-o")) o->out = v;
+        } else if (!strcmp(a, "--data"))
+            o->data = v;
+        else if (!strcmp(a, "--valid"))
+            o->valid = v;
+        else if (!strcmp(a, "-o"))
+            o->out = v;
         else {
             fprintf(stderr, "pclearn: unknown option %s\n", a);
             ok = 0;
@@ -141,7 +162,8 @@ static int fail(const char *what) {
 }
 
 /* Reads `path`, or when it is NULL the MNIST file `mnist_name`; the path read goes to used. */
-static int load_data(const char *path, const char *mnist_name, pc_data **out, char *used, size_t n) {
+static int load_data(const char *path, const char *mnist_name, pc_data **out, char *used,
+                     size_t n) {
     if (path) {
         if (used != path) snprintf(used, n, "%s", path);
     } else if (pc_data_find_mnist(NULL, mnist_name, used, n) != PC_OK) {
@@ -214,9 +236,11 @@ static int train(const options *o, pc_em *em, const pc_data *d) {
             ll += part;
         }
         const double mean = ll / (double)n;
-        fprintf(stderr, "epoch %3ld/%ld %s  step %.3f..%.3f  train LL %.3f nats/image  %.4f bits/dim  %.1f s\n",
-                ep, o->epochs + o->full_epochs, full ? "full " : "batch", step_first, step, mean,
-                bits_per_dim(mean, d->width), now_s() - t0);
+        fprintf(
+            stderr,
+            "epoch %3ld/%ld %s  step %.3f..%.3f  train LL %.3f nats/image  %.4f bits/dim  %.1f s\n",
+            ep, o->epochs + o->full_epochs, full ? "full " : "batch", step_first, step, mean,
+            bits_per_dim(mean, d->width), now_s() - t0);
     }
     free(rows);
     return 0;
@@ -242,7 +266,8 @@ int main(int argc, char **argv) {
         goto out;
     }
     const int32_t cats = 256, vars = d->width; /* IDX bytes: 256 categories */
-    fprintf(stderr, "data: %s, %lld samples x %d variables\n", data_path, (long long)d->count, vars);
+    fprintf(stderr, "data: %s, %lld samples x %d variables\n", data_path, (long long)d->count,
+            vars);
     /* The test data is read before learning, so a bad file fails at once. Without --valid
      * and --data, the MNIST test set is scored when it is found, and skipped when not. */
     int want_test = o.valid != NULL;
@@ -283,8 +308,10 @@ int main(int argc, char **argv) {
         goto out;
     }
     const double t_tree = now_s() - t0;
-    fprintf(stderr, "structure: MI %.2f s (%ld bins), tree %.2f s, %d transition rows, %d leaves "
-            "sharing a latent\n", t_mi, o.bins, t_tree, model->num_trans, vars - 1 - model->num_trans);
+    fprintf(stderr,
+            "structure: MI %.2f s (%ld bins), tree %.2f s, %d transition rows, %d leaves "
+            "sharing a latent\n",
+            t_mi, o.bins, t_tree, model->num_trans, vars - 1 - model->num_trans);
     if (pc_learn_init_params(model, d, o.seed) != PC_OK || pc_em_create(model, &em) != PC_OK) {
         fail("initialising EM");
         goto out;
@@ -310,8 +337,9 @@ int main(int argc, char **argv) {
     printf("model: %s (K = %ld, %d variables, %d categories, %d transition rows, %s)\n", o.out,
            o.latents, vars, cats, model->num_trans, o.f64 ? "float64" : "float32");
     printf("training: %.1f s in all (structure %.1f s, EM %.1f s), %ld mini-batch epochs of %ld, "
-           "%ld full-batch epochs, %d threads\n", now_s() - t_start, t_mi + t_tree, t_em, o.epochs,
-           o.batch, o.full_epochs, omp_get_max_threads());
+           "%ld full-batch epochs, %d threads\n",
+           now_s() - t_start, t_mi + t_tree, t_em, o.epochs, o.batch, o.full_epochs,
+           omp_get_max_threads());
     printf("train: %lld samples, LL %.4f nats/image, %.4f bits/dim\n", (long long)d->count,
            train_ll, bits_per_dim(train_ll, vars));
     if (test) {

@@ -89,8 +89,10 @@ static pc_status make_order(pc_em *em) {
     for (int32_t v = 0; v < n; v++) start[v + 2] += start[v + 1];
     int32_t root = 0;
     for (int32_t v = 0; v < n; v++) {
-        if (em->parent[v] >= 0) kids[start[em->parent[v] + 1]++] = v;
-        else root = v;
+        if (em->parent[v] >= 0)
+            kids[start[em->parent[v] + 1]++] = v;
+        else
+            root = v;
     }
     int32_t head = 0, tail = 0;
     em->order[tail++] = root;
@@ -137,8 +139,8 @@ pc_status pc_em_create(const pc_hclt *model, pc_em **out) {
     char what[160];
     snprintf(what, sizeof what, "EM for V = %lld, C = %lld, K = %lld, T = %lld with %d threads",
              (long long)v, (long long)c, (long long)k, (long long)tr, threads);
-    st = pc_learn_check_memory(8.0 * ((double)v * c * k * (1 + threads) +
-                                      (double)tr * k * k * (2 + 2 * threads)), what);
+    st = pc_learn_check_memory(
+        8.0 * ((double)v * c * k * (1 + threads) + (double)tr * k * k * (2 + 2 * threads)), what);
     if (st != PC_OK) return st;
     pc_em *em = calloc(1, sizeof *em);
     if (!em) return pc_fail(PC_ERR_NOMEM, "EM: state");
@@ -193,10 +195,11 @@ pc_status pc_em_export(const pc_em *em, pc_hclt *model) {
     if (!em || !model) return pc_fail(PC_ERR_ARG, "EM export: NULL argument");
     if (model->num_vars != em->num_vars || model->num_cats != em->num_cats ||
         model->num_latents != em->num_latents || model->num_trans != em->num_trans)
-        return pc_fail(PC_ERR_ARG, "EM export: model shape (V %d, C %d, K %d, T %d) differs from "
-                       "the EM's (V %d, C %d, K %d, T %d)", model->num_vars, model->num_cats,
-                       model->num_latents, model->num_trans, em->num_vars, em->num_cats,
-                       em->num_latents, em->num_trans);
+        return pc_fail(PC_ERR_ARG,
+                       "EM export: model shape (V %d, C %d, K %d, T %d) differs from "
+                       "the EM's (V %d, C %d, K %d, T %d)",
+                       model->num_vars, model->num_cats, model->num_latents, model->num_trans,
+                       em->num_vars, em->num_cats, em->num_latents, em->num_trans);
     for (int32_t i = 0; i < em->num_vars; i++)
         if (model->parent[i] != em->parent[i] || model->trans_index[i] != em->trans[i])
             return pc_fail(PC_ERR_ARG, "EM export: model structure differs at variable %d", i);
@@ -274,7 +277,8 @@ static void m_step(pc_em *em, double inv_scale, double step, double pseudocount)
     memset(t0->n_root, 0, (size_t)k * sizeof(int64_t));
 #pragma omp parallel for schedule(static)
     for (int64_t row = 0; row < (int64_t)em->num_trans * k; row++)
-        update_dist(em->trans_w + row * k, t0->n_trans + row * k, k, 1, inv_scale, step, pseudocount);
+        update_dist(em->trans_w + row * k, t0->n_trans + row * k, k, 1, inv_scale, step,
+                    pseudocount);
     transpose_trans(em);
     memset(t0->n_trans, 0, (size_t)(em->num_trans * k * k) * sizeof(int64_t));
 #pragma omp parallel for schedule(static)
@@ -301,13 +305,15 @@ static pc_status check_rows(const pc_em *em, const pc_data *data, const int64_t 
     for (int64_t i = 0; i < n; i++) {
         const int64_t r = rows ? rows[i] : i;
         if (r < 0 || r >= data->count)
-            return pc_fail(PC_ERR_ARG, "EM: rows[%lld] = %lld is out of range 0..%lld", (long long)i,
-                           (long long)r, (long long)data->count - 1);
+            return pc_fail(PC_ERR_ARG, "EM: rows[%lld] = %lld is out of range 0..%lld",
+                           (long long)i, (long long)r, (long long)data->count - 1);
         const uint8_t *x = data->values + r * data->width;
         for (int32_t v = 0; v < data->width; v++)
             if (x[v] >= em->num_cats)
-                return pc_fail(PC_ERR_DATA, "EM: value %d at row %lld, variable %d is not below "
-                               "num_cats = %d", x[v], (long long)r, v, em->num_cats);
+                return pc_fail(PC_ERR_DATA,
+                               "EM: value %d at row %lld, variable %d is not below "
+                               "num_cats = %d",
+                               x[v], (long long)r, v, em->num_cats);
     }
     return PC_OK;
 }
@@ -318,7 +324,8 @@ pc_status pc_em_step(pc_em *em, const pc_data *data, const int64_t *rows, int64_
     if (!(step > 0 && step <= 1))
         return pc_fail(PC_ERR_ARG, "EM step: step size %g is not in (0, 1]", step);
     if (!(pseudocount >= 0) || !isfinite(pseudocount))
-        return pc_fail(PC_ERR_ARG, "EM step: pseudocount %g is not a finite value >= 0", pseudocount);
+        return pc_fail(PC_ERR_ARG, "EM step: pseudocount %g is not a finite value >= 0",
+                       pseudocount);
     pc_status st = check_rows(em, data, rows, n);
     if (st != PC_OK) return st;
     double *ll = malloc((size_t)n * sizeof *ll);
@@ -355,7 +362,8 @@ pc_status pc_em_step(pc_em *em, const pc_data *data, const int64_t *rows, int64_
 }
 
 pc_status pc_learn_loglik(const pc_hclt *model, const pc_data *data, double *logp) {
-    if (!model || !data || !data->values || !logp) return pc_fail(PC_ERR_ARG, "loglik: NULL argument");
+    if (!model || !data || !data->values || !logp)
+        return pc_fail(PC_ERR_ARG, "loglik: NULL argument");
     pc_em *em = NULL;
     pc_status st = pc_em_create(model, &em);
     if (st != PC_OK) return st;
@@ -368,7 +376,7 @@ pc_status pc_learn_loglik(const pc_hclt *model, const pc_data *data, double *log
 #pragma omp for schedule(dynamic, PC_EM_CHUNK)
             for (int64_t i = 0; i < data->count; i++)
                 logp[i] = em->kern.forward(em, t, data->values + i * width,
-                                  data->missing ? data->missing + i * width : NULL);
+                                           data->missing ? data->missing + i * width : NULL);
         }
     }
     pc_em_free(em);

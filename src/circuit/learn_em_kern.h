@@ -30,7 +30,8 @@ static inline __attribute__((always_inline)) double forward_k(const pc_em *em, p
     const int32_t nv = em->num_vars, c = em->num_cats;
     double *restrict e = t->e;
     for (int32_t v = 0; v < nv; v++) {
-        const double *src = (miss && miss[v]) ? em->ones : em->input_w + ((int64_t)v * c + x[v]) * k;
+        const double *src =
+            (miss && miss[v]) ? em->ones : em->input_w + ((int64_t)v * c + x[v]) * k;
         memcpy(e + (int64_t)v * k, src, (size_t)k * sizeof(double));
         t->off[v] = 0;
     }
@@ -123,11 +124,13 @@ typedef int64_t pc_v8l __attribute__((vector_size(64), aligned(8)));
 
 static inline __attribute__((always_inline)) double forward_vec(const pc_em *em, pc_em_thread *t,
                                                                 const uint8_t *x,
-                                                                const uint8_t *miss, const int nvec) {
+                                                                const uint8_t *miss,
+                                                                const int nvec) {
     const int32_t nv = em->num_vars, c = em->num_cats, k = 8 * nvec;
     double *restrict e = t->e;
     for (int32_t v = 0; v < nv; v++) {
-        const double *src = (miss && miss[v]) ? em->ones : em->input_w + ((int64_t)v * c + x[v]) * k;
+        const double *src =
+            (miss && miss[v]) ? em->ones : em->input_w + ((int64_t)v * c + x[v]) * k;
         memcpy(e + (int64_t)v * k, src, (size_t)k * sizeof(double));
         t->off[v] = 0;
     }
@@ -231,9 +234,8 @@ static double PC_EM_CAT(forward, PC_EM_KERN_NAME)(const pc_em *em, pc_em_thread 
     }
 }
 
-static void PC_EM_CAT(backward, PC_EM_KERN_NAME)(const pc_em *em, pc_em_thread *t,
-                                                 const uint8_t *x, const uint8_t *miss,
-                                                 double scale) {
+static void PC_EM_CAT(backward, PC_EM_KERN_NAME)(const pc_em *em, pc_em_thread *t, const uint8_t *x,
+                                                 const uint8_t *miss, double scale) {
     switch (em->num_latents) {
     case 16: backward_vec(em, t, x, miss, scale, 2); break;
     case 32: backward_vec(em, t, x, miss, scale, 4); break;

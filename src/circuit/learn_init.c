@@ -24,7 +24,8 @@ static void random_row(double *logw, int64_t k, uint64_t *state) {
 pc_status pc_learn_init_params(pc_hclt *model, const pc_data *data, uint64_t seed) {
     if (!model) return pc_fail(PC_ERR_ARG, "init: NULL model");
     const int64_t v_count = model->num_vars, c = model->num_cats, k = model->num_latents;
-    if (k > 4096) return pc_fail(PC_ERR_ARG, "init: num_latents = %lld is above 4096", (long long)k);
+    if (k > 4096)
+        return pc_fail(PC_ERR_ARG, "init: num_latents = %lld is above 4096", (long long)k);
     if (data && data->width != model->num_vars)
         return pc_fail(PC_ERR_DATA, "init: data has %d variables per sample, the model %d",
                        data->width, model->num_vars);
@@ -39,9 +40,10 @@ pc_status pc_learn_init_params(pc_hclt *model, const pc_data *data, uint64_t see
                 if (miss && miss[v]) continue;
                 if (x[v] >= c) {
                     free(marg);
-                    return pc_fail(PC_ERR_DATA, "init: value %d at row %lld, variable %lld is not "
-                                   "below num_cats = %lld", x[v], (long long)r, (long long)v,
-                                   (long long)c);
+                    return pc_fail(PC_ERR_DATA,
+                                   "init: value %d at row %lld, variable %lld is not "
+                                   "below num_cats = %lld",
+                                   x[v], (long long)r, (long long)v, (long long)c);
                 }
                 marg[v * c + x[v]] += 1.0;
             }

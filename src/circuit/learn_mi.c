@@ -23,7 +23,8 @@
 static pc_status pick_rows(int64_t count, int64_t max_rows, uint64_t seed, int64_t **rows,
                            int64_t *m) {
     int64_t *idx = malloc((size_t)count * sizeof *idx);
-    if (!idx) return pc_fail(PC_ERR_NOMEM, "mutual information: %lld row indices", (long long)count);
+    if (!idx)
+        return pc_fail(PC_ERR_NOMEM, "mutual information: %lld row indices", (long long)count);
     for (int64_t i = 0; i < count; i++) idx[i] = i;
     int64_t take = (max_rows > 0 && max_rows < count) ? max_rows : count;
     if (take < count) {
@@ -77,7 +78,8 @@ static double pair_mi(const uint32_t *table, int nb) {
 
 pc_status pc_learn_mutual_info(const pc_data *data, int32_t num_cats, int32_t num_bins,
                                int64_t max_rows, uint64_t seed, double *mi) {
-    if (!data || !mi || !data->values) return pc_fail(PC_ERR_ARG, "mutual information: NULL argument");
+    if (!data || !mi || !data->values)
+        return pc_fail(PC_ERR_ARG, "mutual information: NULL argument");
     if (data->count < 1 || data->width < 1)
         return pc_fail(PC_ERR_DATA, "mutual information: empty data (%lld rows, %d variables)",
                        (long long)data->count, data->width);
@@ -105,11 +107,13 @@ pc_status pc_learn_mutual_info(const pc_data *data, int32_t num_cats, int32_t nu
                 long long r = (long long)rows[i];
                 free(rows);
                 free(bins);
-                return pc_fail(PC_ERR_DATA, "mutual information: value %d at row %lld, variable %lld "
-                               "is not below num_cats = %d", x[v], r, (long long)v, num_cats);
+                return pc_fail(PC_ERR_DATA,
+                               "mutual information: value %d at row %lld, variable %lld "
+                               "is not below num_cats = %d",
+                               x[v], r, (long long)v, num_cats);
             }
-            bins[v * m + i] = (miss && miss[v]) ? (uint8_t)num_bins
-                                                 : (uint8_t)(x[v] * num_bins / num_cats);
+            bins[v * m + i] =
+                (miss && miss[v]) ? (uint8_t)num_bins : (uint8_t)(x[v] * num_bins / num_cats);
         }
     }
     free(rows);

@@ -125,7 +125,8 @@ pc_status pc_learn_hclt_create(int32_t num_vars, const int32_t *parent, int32_t 
     *out = NULL;
     if (!parent) return pc_fail(PC_ERR_ARG, "HCLT structure: NULL parent array");
     if (num_vars < 1 || num_cats < 2 || num_latents < 1)
-        return pc_fail(PC_ERR_ARG, "HCLT structure: V = %d, C = %d, K = %d (need V >= 1, C >= 2, K >= 1)",
+        return pc_fail(PC_ERR_ARG,
+                       "HCLT structure: V = %d, C = %d, K = %d (need V >= 1, C >= 2, K >= 1)",
                        num_vars, num_cats, num_latents);
     int32_t *children = calloc((size_t)num_vars, sizeof *children);
     if (!children) return pc_fail(PC_ERR_NOMEM, "HCLT structure: %d child counts", num_vars);
@@ -135,7 +136,8 @@ pc_status pc_learn_hclt_create(int32_t num_vars, const int32_t *parent, int32_t 
             roots++;
         } else if (parent[v] < 0 || parent[v] >= num_vars || parent[v] == v) {
             free(children);
-            return pc_fail(PC_ERR_ARG, "HCLT structure: parent[%d] = %d is out of range", v, parent[v]);
+            return pc_fail(PC_ERR_ARG, "HCLT structure: parent[%d] = %d is out of range", v,
+                           parent[v]);
         } else {
             children[parent[v]]++;
         }
@@ -151,9 +153,9 @@ pc_status pc_learn_hclt_create(int32_t num_vars, const int32_t *parent, int32_t 
     char what[128];
     snprintf(what, sizeof what, "an HCLT with V = %d, C = %d, K = %d, T = %d", num_vars, num_cats,
              num_latents, num_trans);
-    pc_status st = pc_learn_check_memory(
-        8.0 * ((double)num_trans * num_latents * num_latents + (double)num_vars * num_latents * num_cats),
-        what);
+    pc_status st = pc_learn_check_memory(8.0 * ((double)num_trans * num_latents * num_latents +
+                                                (double)num_vars * num_latents * num_cats),
+                                         what);
     if (st != PC_OK) {
         free(children);
         return st;
