@@ -1,0 +1,97 @@
+#!/bin/bash
+# One call on the GPU machine that checks every GPU part: a fresh build, the three GPU test
+# programs, the circuit benchmark at K = 16, 64, 256 and batches 512, 4096 (with accuracy of
+# fuse, int and gemm against ref on the MNIST test set for the shipped model), then
+# `pcinfer --kernel fuse models/mnist.h5 --compare ref` on the full test set.
+# Every step runs whatever the earlier ones did, under its own timeout; the summary printed last
+# gives each step's exit status (0 = passed, 124 = timed out, 77 = skipped, "-" = not built).
+# $OUT receives 8 files: build.log, tests.log, bench.log, table.md, gpu_circuit.json,
+# gpu_circuit.png, pcinfer.json, summary.txt.
+# Needs, carried with the checkout: .device-deps (the cmocka .deb files) and .devdata/mnist
+# (the four MNIST .gz files). Run from the repository root; about 4 minutes on an H200 host.
+set -u
+OUT=${OUT:-bench/results/gpu-all}
+mkdir -p "$OUT"
+build=build-gpuall-dev
+summary="$OUT/summary.txt"
+: > "$summary"
+note() { echo "$*" | tee -a "$summary"; }
+T0=$(date +%s)
+since() { echo "$(( $(date +%s) - T0 )) s"; }
+
+# Debian's cmocka.pc names /usr/include and /usr/lib directly (no ${prefix}): rewrite those.
+if ls .device-deps/*.deb >/dev/null 2>&1; then
+    for f in .device-deps/*.deb; do dpkg -x "$f" /tmp/deps; done
+    sed -i 's#-I/usr/include#-I/tmp/deps/usr/include#; s#-L/usr/lib#-L/tmp/deps/usr/lib#' \
+        /tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig/cmocka.pc
+    export PKG_CONFIG_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig
+    export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+export PATH=$PATH:/usr/local/cuda/bin
+if [ -d .devdata/mnist ]; then mkdir -p datasets/mnist && cp -n .devdata/mnist/* datasets/mnist/; fi
+
+{
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    nvcc --version | tail -1
+    grep -m1 "model name" /proc/cpuinfo
+    grep -m1 "^flags" /proc/cpuinfo | cut -c1-400
+    echo "cores: $(nproc); commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+} | tee -a "$summary"
+
+# ---- build (fresh folder: cached configure results of an earlier run may be stale) ----------
+rm -rf "$build"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=/tmp/deps/usr \
+    > "$OUT/build.log" 2>&1
+rc=$?
+note "configure: rc $rc ($(since))"
+cmake --build "$build" -j "$(nproc)" --target pc >> "$OUT/build.log" 2>&1
+note "build pc: rc $? ($(since))"
+# The program pcinfer is target pcinfer_program (the shared library holds the name pcinfer).
+for t in pcinfer_program test_cuda_lse test_logprob_cuda test_cuda_eval; do
+    cmake --build "$build" -j "$(nproc)" --target "$t" >> "$OUT/build.log" 2>&1
+    note "build $t: rc $? ($(since))"
+done
+
+# ---- GPU tests -------------------------------------------------------------------------------
+: > "$OUT/tests.log"
+for spec in test_cuda_lse:120 test_logprob_cuda:60 test_cuda_eval:150; do
+    t=${spec%%:*} limit=${spec##*:}
+    echo "==== $t (timeout $limit s) ====" >> "$OUT/tests.log"
+    if [ -x "$build/$t" ]; then
+        (cd "$build" && timeout "$limit" "./$t") >> "$OUT/tests.log" 2>&1
+        note "$t: rc $? ($(since))"
+    else
+        note "$t: - (not built)"
+    fi
+done
+
+# ---- circuit benchmark (times, accuracy of the shipped model, throughput) ---------------------
+if [ -f "$build/libpc.a" ]; then
+    OMP_NUM_THREADS=$(nproc) timeout 150 bench/gpu_circuit_bench.sh "$build" "$OUT" \
+        --ks 16,64,256 --batches 512,4096 --acc-k 0 > "$OUT/table.md" 2> "$OUT/bench.log"
+    note "gpu_circuit_bench: rc $? ($(since))"
+else
+    note "gpu_circuit_bench: - (no library)"
+fi
+
+# ---- pcinfer, fuse against ref on the full MNIST test set ------------------------------------
+if [ -x "$build/pcinfer" ]; then
+    timeout 90 "$build/pcinfer" --kernel fuse --compare ref --json models/mnist.h5 \
+        > "$OUT/pcinfer.json" 2>&1
+    note "pcinfer fuse --compare ref: rc $? ($(since))"
+else
+    note "pcinfer: - (not built)"
+fi
+
+# ---- summary ---------------------------------------------------------------------------------
+echo "---- build errors (if any) ----"
+grep -E "error|Error" "$OUT/build.log" | head -15
+echo "---- tests: failures and key lines ----"
+grep -E "^====|FAILED|PASSED|ERROR|skipped|seed|Failure|failed|got|ref -inf" "$OUT/tests.log" | head -60
+echo "---- benchmark (last lines of its log) ----"
+tail -25 "$OUT/bench.log"
+cat "$OUT/table.md"
+echo "---- pcinfer ----"
+cat "$OUT/pcinfer.json"
+echo "---- steps ----"
+cat "$summary"
