@@ -372,6 +372,43 @@ static void test_threads_match_one(void **state) {
     free(x);
 }
 
+/* int gives a row the same bits whether it is computed alone or beside others (short rows
+ * share vector lanes). */
+static void test_int_rows_alone_match_block(void **state) {
+    (void)state;
+    static const int64_t widths[] = {1, 7, 100, 192, 193};
+    pc_isa isas[3];
+    int nisa = pc_lsetest_isas(isas);
+    int64_t rows = 37;
+    for (int w = 0; w < 5; w++) {
+        int64_t cols = widths[w], stride = cols + 1;
+        double *v = pc_test_alloc((size_t)(rows * stride) * sizeof(double));
+        for (int64_t i = 0; i < rows * stride; i++) v[i] = pc_rng_normal(pc_test_rng(), -2.0, 4.0);
+        for (int d = 0; d < 2; d++) {
+            pc_dtype dtype = d ? PC_Q10_6 : PC_F32;
+            void *x = pc_test_alloc((size_t)(rows * stride) * 4);
+            pc_lsetest_encode(dtype, v, rows * stride, x);
+            float block[37], alone;
+            for (int i = 0; i < nisa; i++) {
+                pc_lse_cpu_opts opts = {1, isas[i]};
+                pc_test_poison_f32(block, 37);
+                assert_int_equal(pc_lse_rows(PC_LSE_INT, dtype, x, rows, cols, stride, block, &opts), PC_OK);
+                for (int64_t r = 0; r < rows; r++) {
+                    const char *row = (const char *)x + (size_t)(r * stride) * pc_dtype_size(dtype);
+                    alone = NAN;
+                    assert_int_equal(pc_lse_rows(PC_LSE_INT, dtype, row, 1, cols, stride, &alone, &opts), PC_OK);
+                    if (memcmp(&alone, &block[r], sizeof alone) != 0)
+                        fail_msg("int/%s %s cols %lld row %lld: alone %.9g, in a block %.9g",
+                                 pc_dtype_name(dtype), pc_isa_name(isas[i]), (long long)cols,
+                                 (long long)r, alone, block[r]);
+                }
+            }
+            free(x);
+        }
+        free(v);
+    }
+}
+
 static void test_best_isa_names(void **state) {
     (void)state;
     pc_isa best = pc_cpu_best_isa();
@@ -395,6 +432,7 @@ int main(void) {
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_simd_matches_scalar),
         cmocka_unit_test(test_threads_match_one),
+        cmocka_unit_test(test_int_rows_alone_match_block),
         cmocka_unit_test(test_best_isa_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

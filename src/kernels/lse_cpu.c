@@ -166,44 +166,91 @@ static float fuse_row(const rows_ctx *c, const void *row, float *fbuf) {
     return fuse_finish(c, row, big_m, big_s);
 }
 
+/* Q16.16 of row[c0 : c0 + len] - m into q: f32 through the path; q10.6 in integers, x - max
+ * with 6 -> 16 fraction bits, -inf -> the floor (m is then the integer max). */
+static void int_quantize(const rows_ctx *c, const void *row, float m, int64_t c0, int64_t len,
+                         int32_t *q) {
+    if (c->dtype == PC_F32) {
+        c->impl->quantize_f32((const float *)row + c0, len, m, q);
+        return;
+    }
+    const int16_t *x = (const int16_t *)row + c0;
+    int32_t mq = (int32_t)m;
+    for (int64_t i = 0; i < len; i++)
+        q[i] = x[i] == PC_Q10_6_NEG_INF ? PC_INT_FLOOR : (int32_t)((uint32_t)(x[i] - mq) << 10);
+}
+
 /* Per chunk of PC_CPU_INT_CHUNK values: Q16.16 of x - m and its tree; then the tree of the
- * chunk results. q10.6 rows pass their integer max as m. */
+ * chunk results. */
 static int32_t int_chunks(const rows_ctx *c, const void *row, float m, int32_t *ibuf,
                           int32_t *res) {
     int64_t nc = 0;
     for (int64_t c0 = 0; c0 < c->cols; c0 += PC_CPU_INT_CHUNK) {
         int64_t len = c->cols - c0 < PC_CPU_INT_CHUNK ? c->cols - c0 : PC_CPU_INT_CHUNK;
-        if (c->dtype == PC_F32) {
-            c->impl->quantize_f32((const float *)row + c0, len, m, ibuf);
-        } else {
-            /* q10.6: x - max in integers, 6 -> 16 fraction bits; -inf -> the floor. */
-            const int16_t *q = (const int16_t *)row + c0;
-            int32_t mq = (int32_t)m;
-            for (int64_t i = 0; i < len; i++)
-                ibuf[i] = q[i] == PC_Q10_6_NEG_INF ? PC_INT_FLOOR
-                                                   : (int32_t)((uint32_t)(q[i] - mq) << 10);
-        }
+        int_quantize(c, row, m, c0, len, ibuf);
         res[nc++] = c->impl->int_tree(ibuf, len, c->table, c->packed);
     }
     return nc == 1 ? res[0] : c->impl->int_tree(res, nc, c->table, c->packed);
 }
 
-static float int_row(const rows_ctx *c, const void *row, int32_t *ibuf, int32_t *res) {
+/* The row max for int: NaN, +inf, and an empty or all -inf row are answered here (*done = 1),
+ * else m is the shift (q10.6: the integer max, as a float). */
+static float int_max(const rows_ctx *c, const void *row, int *done) {
+    *done = 1;
     if (c->dtype == PC_F32) {
         float m;
         int nan;
         c->impl->max_f32((const float *)row, c->cols, &m, &nan);
         if (nan) return NAN;
         if (m == INFINITY || m == -INFINITY) return m; /* any +inf; empty or all -inf */
-        int32_t q = int_chunks(c, row, m, ibuf, res);
-        return (float)((double)m + (double)q * PC_INT_UNIT_NATS);
+        *done = 0;
+        return m;
     }
     const int16_t *x = (const int16_t *)row;
     int16_t mq = PC_Q10_6_NEG_INF;
     for (int64_t i = 0; i < c->cols; i++) mq = x[i] > mq ? x[i] : mq;
     if (mq == PC_Q10_6_NEG_INF) return -INFINITY;
-    int32_t q = int_chunks(c, row, (float)mq, ibuf, res);
-    return (float)(pc_q10_6_to_f64(mq) + (double)q * PC_INT_UNIT_NATS);
+    *done = 0;
+    return (float)mq;
+}
+
+/* out = max + q ln2 / 2^16 (q10.6: the max in nats first). */
+static float int_out(const rows_ctx *c, float m, int32_t q) {
+    double base = c->dtype == PC_F32 ? (double)m : pc_q10_6_to_f64((int16_t)m);
+    return (float)(base + (double)q * PC_INT_UNIT_NATS);
+}
+
+static float int_row(const rows_ctx *c, const void *row, int32_t *ibuf, int32_t *res) {
+    int done;
+    float m = int_max(c, row, &done);
+    return done ? m : int_out(c, m, int_chunks(c, row, m, ibuf, res));
+}
+
+/* Short int rows, PC_CPU_INT_LANES at a time: the rows' Q16.16 values are stored transposed,
+ * [cols, lanes], and int_terms_t runs one tree per row side by side in vector lanes (zero
+ * weights), so no tree level is a short or latency-bound one. Same trees, same bits. */
+static void int_rows_block(const void *ctx, int64_t blk, void *scratch) {
+    const rows_ctx *c = ctx;
+    int64_t r0 = blk * PC_CPU_INT_LANES, nr = c->rows - r0, n = c->cols;
+    nr = nr < PC_CPU_INT_LANES ? nr : PC_CPU_INT_LANES;
+    int32_t *t = scratch, *zero = t + n * PC_CPU_INT_LANES, *tmp = zero + n, *q = tmp + n;
+    int32_t *trees = q + PC_CPU_INT_LANES;
+    float m[PC_CPU_INT_LANES];
+    int done[PC_CPU_INT_LANES];
+    memset(zero, 0, sizeof(int32_t) * (size_t)n);
+    for (int64_t r = 0; r < PC_CPU_INT_LANES; r++) {
+        const void *row = c->x + (size_t)(r0 + r) * c->row_bytes;
+        done[r] = 1;
+        if (r < nr) m[r] = int_max(c, row, &done[r]);
+        if (done[r]) {
+            for (int64_t k = 0; k < n; k++) t[k * PC_CPU_INT_LANES + r] = 0; /* unused lane */
+            continue;
+        }
+        int_quantize(c, row, m[r], 0, n, tmp);
+        for (int64_t k = 0; k < n; k++) t[k * PC_CPU_INT_LANES + r] = tmp[k];
+    }
+    c->impl->int_terms_t(t, n, PC_CPU_INT_LANES, zero, trees, c->table, c->packed, q);
+    for (int64_t r = 0; r < nr; r++) c->out[r0 + r] = done[r] ? m[r] : int_out(c, m[r], q[r]);
 }
 
 static void rows_one(const void *ctx, int64_t r, void *scratch) {
@@ -249,6 +296,12 @@ pc_status pc_lse_rows(pc_lse_kernel kernel, pc_dtype dtype, const void *x, int64
     if (kernel == PC_LSE_FUSE && dtype == PC_F32 && cols <= PC_CPU_FUSE_CHUNK && c.impl->fuse_rows)
         return pc_lse_cpu_for((rows + PC_CPU_ROW_BLOCK - 1) / PC_CPU_ROW_BLOCK, threads, 0,
                               rows_block, &c);
+    if (kernel == PC_LSE_INT && cols >= 1 && cols <= PC_CPU_INT_SHORT && rows > 1) {
+        size_t lanes = sizeof(int32_t) * ((size_t)cols * (PC_CPU_INT_LANES + 2) + PC_CPU_INT_LANES +
+                                          PC_CPU_LANE_SCRATCH(cols));
+        return pc_lse_cpu_for((rows + PC_CPU_INT_LANES - 1) / PC_CPU_INT_LANES, threads, lanes,
+                              int_rows_block, &c);
+    }
     return pc_lse_cpu_for(rows, threads, scratch, rows_one, &c);
 }
 
