@@ -140,8 +140,10 @@ def main():
     found = peers()
     cpu = cpu_info()
     load_before = open("/proc/loadavg").read().split()[:3]
-    best = "avx512" if "avx512f" in cpu["simd_flags"] else "avx2" if "avx2" in cpu["simd_flags"] else "scalar"
-    isas = [best] + [i for i in ("avx2", "scalar") if i != best and (i != "avx2" or "avx2" in cpu["simd_flags"])]
+    flags = cpu["simd_flags"]
+    best = "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else "scalar"
+    isas = [best] + [i for i in ("avx2", "scalar")
+                     if i != best and (i != "avx2" or "avx2" in flags)]
     rng = np.random.default_rng(1)
     inputs = {shape: rng.uniform(-10.0, 0.0, size=shape).astype(np.float32) for shape in SHAPES}
     refs = {shape: reference(x) for shape, x in inputs.items()}
@@ -163,7 +165,8 @@ def main():
                 for isa in isas:
                     got, why = run_ours(lsebench, kernel, isa, rows, cols)
                     if got is None:
-                        print(f"cpu_lse_compare: lsebench {kernel} {isa} failed: {why}", file=sys.stderr)
+                        print(f"cpu_lse_compare: lsebench {kernel} {isa} failed: {why}",
+                              file=sys.stderr)
                         continue
                     passes.append({"pass": run, "method": f"{kernel}-{isa}", "version": "pcinfer",
                                    "rows": rows, "cols": cols, "ns_per_elem": got["ns_per_elem"],
@@ -209,14 +212,16 @@ def markdown(meta, results, peer_names, isas):
         "",
         f"CPU: {meta['cpu']['model']} ({meta['cpu']['logical_cpus']} logical CPUs); SIMD flags: "
         f"{' '.join(meta['cpu']['simd_flags'])}.",
-        f"Peers: {', '.join(f'{k} {v}' for k, v in meta['peers'].items())}; Python {meta['python']}.",
+        f"Peers: {', '.join(f'{k} {v}' for k, v in meta['peers'].items())}; "
+        f"Python {meta['python']}.",
         f"Load average (1, 5, 15 min) before {' '.join(meta['loadavg_before'])}, after "
         f"{' '.join(meta['loadavg_after'])}: the machine is shared, so busy neighbours slow every "
         "column alike.",
         f"Input {meta['input']}; {meta['method']}. Numbers in ns per element; "
         "`x faster` = fastest peer's time / ours. Full data: the JSON file of the same name.",
         "",
-        "| B x N | " + " | ".join(peer_names + ours) + " | fastest peer | fuse x faster | int x faster |",
+        "| B x N | " + " | ".join(peer_names + ours)
+        + " | fastest peer | fuse x faster | int x faster |",
         "|---" * (len(peer_names) + len(ours) + 4) + "|",
     ]
     for rows, cols in SHAPES:
@@ -226,7 +231,8 @@ def markdown(meta, results, peer_names, isas):
             cells.append(f"{r['ns_per_elem']:.3f}" if r else "-")
         peer_ns = [by[(p, rows, cols)]["ns_per_elem"] for p in peer_names if (p, rows, cols) in by]
         fastest = min(peer_ns) if peer_ns else float("nan")
-        fp = min((p for p in peer_names if (p, rows, cols) in by), key=lambda p: by[(p, rows, cols)]["ns_per_elem"])
+        fp = min((p for p in peer_names if (p, rows, cols) in by),
+                 key=lambda p: by[(p, rows, cols)]["ns_per_elem"])
         fuse = by.get((f"fuse-{isas[0]}", rows, cols))
         intk = by.get((f"int-{isas[0]}", rows, cols))
         lines.append(f"| {rows} x {cols} | " + " | ".join(cells) + f" | {fp} | "

@@ -3,9 +3,9 @@
  *
  * Bounds (KERNELS.md, lse.h): fuse |err| <= 1e-5 max(1, |ref|) per row and <= 1e-6 on average
  * (of the same relative measure); int mean |err| <= 1e-3 nats at N = 128256, and per row
- * <= 1e-4 max(1, |ref|) at any N (measured: under 2e-5; a guard against regressions). The reference is computed on the same encoded input, so f16,
- * bf16 and q10.6 rows measure the kernel, not the rounding of the input. The measured figures
- * are printed for docs/kernels.md. */
+ * <= 1e-4 max(1, |ref|) at any N (measured: under 2e-5; a guard against regressions). The reference
+ * is computed on the same encoded input, so f16, bf16 and q10.6 rows measure the kernel, not the
+ * rounding of the input. The measured figures are printed for docs/kernels.md. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,11 +39,13 @@ static const range ranges[] = {
     {"N(0,4^2)", 1, 0.0, 4.0},
 };
 
-static const int64_t lengths[] = {1, 2, 3, 7, 64, 100, 1000, 1024, 2049, 8192, 32771, 128256, 1 << 20};
+static const int64_t lengths[] = {1,    2,    3,    7,     64,     100,    1000,
+                                  1024, 2049, 8192, 32771, 128256, 1 << 20};
 #define N_LENGTHS ((int)(sizeof lengths / sizeof lengths[0]))
 
 static int64_t rows_for(int64_t n) {
-    if (n == INT_MEAN_N) return 4;
+    if (n == INT_MEAN_N)
+        return 4;
     int64_t r = (1 << 18) / n;
     return r < 1 ? 1 : r > 16 ? 16 : r;
 }
@@ -64,7 +66,8 @@ static void measure(const pc_lsetest_pair *pair, const range *g, stats st[3], in
     for (int l = 0; l < N_LENGTHS; l++) {
         int64_t n = lengths[l], rows = rows_for(n);
         double *v = pc_test_alloc((size_t)(rows * n) * sizeof(double));
-        for (int64_t i = 0; i < rows * n; i++) v[i] = draw(g);
+        for (int64_t i = 0; i < rows * n; i++)
+            v[i] = draw(g);
         void *x = pc_test_alloc((size_t)(rows * n) * 4);
         pc_lsetest_encode(pair->dtype, v, rows * n, x);
         double *ref = pc_test_alloc((size_t)rows * sizeof(double));
@@ -73,7 +76,8 @@ static void measure(const pc_lsetest_pair *pair, const range *g, stats st[3], in
         for (int i = 0; i < nisa; i++) {
             pc_lse_cpu_opts opts = {1, isas[i]};
             pc_test_poison_f32(out, (size_t)rows);
-            assert_int_equal(pc_lse_rows(pair->kernel, pair->dtype, x, rows, n, n, out, &opts), PC_OK);
+            assert_int_equal(pc_lse_rows(pair->kernel, pair->dtype, x, rows, n, n, out, &opts),
+                             PC_OK);
             for (int64_t r = 0; r < rows; r++) {
                 double rel = pc_lsetest_rel_err(out[r], ref[r]);
                 double tol = pair->kernel == PC_LSE_FUSE ? FUSE_ROW_TOL : INT_ROW_TOL;
@@ -142,7 +146,8 @@ static void test_random_shapes_and_strides(void **state) {
             pc_dtype dtype = p < 0 ? PC_F32 : pc_lsetest_pairs[p].dtype;
             if (dtype == PC_Q10_6)
                 for (int64_t i = 0; i < rows * stride; i++)
-                    if (isnan(v[i])) v[i] = 300.0; /* no NaN in q10.6: a huge value instead */
+                    if (isnan(v[i]))
+                        v[i] = 300.0; /* no NaN in q10.6: a huge value instead */
             void *x = pc_test_alloc((size_t)(rows * stride) * 4);
             pc_lsetest_encode(dtype, v, rows * stride, x);
             double ref[7];
@@ -151,8 +156,11 @@ static void test_random_shapes_and_strides(void **state) {
             for (int i = 0; i < nisa; i++) {
                 pc_lse_cpu_opts opts = {1 + trial % 2, isas[i]};
                 pc_test_poison_f32(out, 7);
-                assert_int_equal(pc_lse_rows(kernel, dtype, x, rows, cols, stride, out, &opts), PC_OK);
-                double tol = kernel == PC_LSE_INT ? INT_ROW_TOL : kernel == PC_LSE_FUSE ? FUSE_ROW_TOL : 1e-7;
+                assert_int_equal(pc_lse_rows(kernel, dtype, x, rows, cols, stride, out, &opts),
+                                 PC_OK);
+                double tol = kernel == PC_LSE_INT    ? INT_ROW_TOL
+                             : kernel == PC_LSE_FUSE ? FUSE_ROW_TOL
+                                                     : 1e-7;
                 for (int64_t r = 0; r < rows; r++)
                     if (!(pc_lsetest_rel_err(out[r], ref[r]) <= tol))
                         fail_msg("%s/%s %s rows %lld cols %lld stride %lld row %lld: %.9g vs %.12g",

@@ -41,7 +41,8 @@ static void expect_all(const double *v, int64_t n, double want, int allow_q10_6)
     for (int p = -1; p < 5; p++) {
         pc_lse_kernel kernel = p < 0 ? PC_LSE_REF : pc_lsetest_pairs[p].kernel;
         pc_dtype dtype = p < 0 ? PC_F32 : pc_lsetest_pairs[p].dtype;
-        if (dtype == PC_Q10_6 && !allow_q10_6) continue;
+        if (dtype == PC_Q10_6 && !allow_q10_6)
+            continue;
         float got[3];
         int count = run_all_isas(kernel, dtype, v, n, got);
         for (int i = 0; i < count; i++) {
@@ -59,7 +60,8 @@ static void expect_all(const double *v, int64_t n, double want, int allow_q10_6)
 
 static double *fill_finite(int64_t n) {
     double *v = pc_test_alloc((size_t)(n ? n : 1) * sizeof(double));
-    for (int64_t i = 0; i < n; i++) v[i] = pc_rng_uniform(pc_test_rng(), -10.0, 0.0);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = pc_rng_uniform(pc_test_rng(), -10.0, 0.0);
     return v;
 }
 
@@ -72,7 +74,8 @@ static void test_all_neg_inf(void **state) {
     (void)state;
     for (int l = 0; l < N_LENGTHS; l++) {
         double *v = fill_finite(edge_lengths[l]);
-        for (int64_t i = 0; i < edge_lengths[l]; i++) v[i] = -INFINITY;
+        for (int64_t i = 0; i < edge_lengths[l]; i++)
+            v[i] = -INFINITY;
         expect_all(v, edge_lengths[l], -INFINITY, 1);
         free(v);
     }
@@ -86,9 +89,11 @@ static void test_nan_anywhere(void **state) {
         v[pc_rng_int(pc_test_rng(), 0, n - 1)] = NAN;
         expect_all(v, n, NAN, 0);
         /* NaN beside +inf is still NaN; NaN inside an otherwise all -inf row too. */
-        for (int64_t i = 0; i < n; i++) v[i] = isnan(v[i]) ? v[i] : (i % 2 ? INFINITY : v[i]);
+        for (int64_t i = 0; i < n; i++)
+            v[i] = isnan(v[i]) ? v[i] : (i % 2 ? INFINITY : v[i]);
         expect_all(v, n, NAN, 0);
-        for (int64_t i = 0; i < n; i++) v[i] = isnan(v[i]) ? v[i] : -INFINITY;
+        for (int64_t i = 0; i < n; i++)
+            v[i] = isnan(v[i]) ? v[i] : -INFINITY;
         expect_all(v, n, NAN, 0);
         free(v);
     }
@@ -101,7 +106,8 @@ static void test_pos_inf(void **state) {
         double *v = fill_finite(n);
         v[pc_rng_int(pc_test_rng(), 0, n - 1)] = INFINITY;
         expect_all(v, n, INFINITY, 0);
-        for (int64_t i = 0; i < n; i++) v[i] = v[i] == INFINITY ? v[i] : -INFINITY;
+        for (int64_t i = 0; i < n; i++)
+            v[i] = v[i] == INFINITY ? v[i] : -INFINITY;
         expect_all(v, n, INFINITY, 0);
         free(v);
     }
@@ -135,8 +141,8 @@ static void test_neg_inf_contributes_nothing(void **state) {
             for (int i = 0; i < count; i++)
                 if (!(pc_lsetest_rel_err(got[i], ref) <= tol))
                     fail_msg("%s/%s isa %d n=%lld: got %.9g, ref %.9g",
-                             pc_lse_kernel_name(pc_lsetest_pairs[p].kernel),
-                             pc_dtype_name(dtype), i, (long long)n, got[i], ref);
+                             pc_lse_kernel_name(pc_lsetest_pairs[p].kernel), pc_dtype_name(dtype),
+                             i, (long long)n, got[i], ref);
             free(x);
             free(xf);
         }
@@ -148,24 +154,28 @@ static void test_neg_inf_contributes_nothing(void **state) {
 /* Values at the edge of each type's range: no overflow to inf, no NaN. */
 static void test_huge_finite(void **state) {
     (void)state;
-    const double top[] = {FLT_MAX, 65504.0, 3.3895313892515355e38, 32767.0 / 64.0 * 0.6931471805599453};
+    const double top[] = {FLT_MAX, 65504.0, 3.3895313892515355e38,
+                          32767.0 / 64.0 * 0.6931471805599453};
     const pc_dtype types[] = {PC_F32, PC_F16, PC_BF16, PC_Q10_6};
     for (int t = 0; t < 4; t++) {
         for (int l = 0; l < N_LENGTHS; l++) {
             int64_t n = edge_lengths[l];
             double *v = fill_finite(n);
             /* Both ends: the max at the top, the rest at the bottom or in between. */
-            for (int64_t i = 0; i < n; i++) v[i] = i % 3 == 0 ? -top[t] : (i % 3 == 1 ? top[t] : 0.0);
+            for (int64_t i = 0; i < n; i++)
+                v[i] = i % 3 == 0 ? -top[t] : (i % 3 == 1 ? top[t] : 0.0);
             for (int pass = 0; pass < 2; pass++) {
                 if (pass == 1)
-                    for (int64_t i = 0; i < n; i++) v[i] = -top[t]; /* all at the bottom */
+                    for (int64_t i = 0; i < n; i++)
+                        v[i] = -top[t]; /* all at the bottom */
                 void *x = pc_test_alloc((size_t)n * 4);
                 pc_lsetest_encode(types[t], v, n, x);
                 double ref;
                 assert_int_equal(pc_lse_rows_ref(types[t], x, 1, n, n, &ref), PC_OK);
                 assert_true(isfinite(ref));
                 for (int p = 0; p < 5; p++) {
-                    if (pc_lsetest_pairs[p].dtype != types[t]) continue;
+                    if (pc_lsetest_pairs[p].dtype != types[t])
+                        continue;
                     float got[3];
                     int count = run_all_isas(pc_lsetest_pairs[p].kernel, types[t], v, n, got);
                     for (int i = 0; i < count; i++)
@@ -210,16 +220,33 @@ static void test_edge_rows_together(void **state) {
         double *v = pc_test_alloc((size_t)(rows * stride) * sizeof(double));
         for (int64_t r = 0; r < rows; r++) {
             double *row = v + r * stride;
-            for (int64_t i = 0; i < stride; i++) row[i] = pc_rng_uniform(pc_test_rng(), -10.0, 0.0);
+            for (int64_t i = 0; i < stride; i++)
+                row[i] = pc_rng_uniform(pc_test_rng(), -10.0, 0.0);
             int64_t at = pc_rng_int(pc_test_rng(), 0, cols - 1);
             switch (r % 8) {
-            case 1: row[at] = NAN; break;
-            case 2: row[at] = INFINITY; break;
-            case 3: for (int64_t i = 0; i < cols; i++) row[i] = -INFINITY; break;
-            case 4: for (int64_t i = 0; i < cols; i += 2) row[i] = i == at ? row[i] : -INFINITY; break;
-            case 5: row[at] = 3.0e38; break;
-            case 6: row[at] = NAN; row[(at + 1) % cols] = INFINITY; break;
-            default: break;
+            case 1:
+                row[at] = NAN;
+                break;
+            case 2:
+                row[at] = INFINITY;
+                break;
+            case 3:
+                for (int64_t i = 0; i < cols; i++)
+                    row[i] = -INFINITY;
+                break;
+            case 4:
+                for (int64_t i = 0; i < cols; i += 2)
+                    row[i] = i == at ? row[i] : -INFINITY;
+                break;
+            case 5:
+                row[at] = 3.0e38;
+                break;
+            case 6:
+                row[at] = NAN;
+                row[(at + 1) % cols] = INFINITY;
+                break;
+            default:
+                break;
             }
         }
         for (int p = 0; p < 5; p++) {
@@ -231,9 +258,11 @@ static void test_edge_rows_together(void **state) {
             assert_int_equal(pc_lse_rows_ref(dtype, x, rows, cols, stride, ref), PC_OK);
             for (int i = 0; i < nisa; i++) {
                 pc_lse_cpu_opts opts = {1, isas[i]};
-                for (int r = 0; r < 19; r++) out[r] = 12345.0f;
+                for (int r = 0; r < 19; r++)
+                    out[r] = 12345.0f;
                 assert_int_equal(pc_lse_rows(pc_lsetest_pairs[p].kernel, dtype, x, rows, cols,
-                                             stride, out, &opts), PC_OK);
+                                             stride, out, &opts),
+                                 PC_OK);
                 double tol = pc_lsetest_pairs[p].kernel == PC_LSE_INT ? 1e-4 : 1e-5;
                 for (int r = 0; r < 19; r++)
                     if (!(pc_lsetest_rel_err(out[r], ref[r]) <= tol))
@@ -251,8 +280,10 @@ static void test_edge_rows_together(void **state) {
 /* Bad arguments: PC_ERR_ARG naming the argument, output untouched. */
 static void expect_arg_error(pc_status st, const char *word, const float *out) {
     assert_int_equal(st, PC_ERR_ARG);
-    if (!strstr(pc_last_error(), word)) fail_msg("message '%s' does not name '%s'", pc_last_error(), word);
-    if (out) assert_true(*out == 777.0f);
+    if (!strstr(pc_last_error(), word))
+        fail_msg("message '%s' does not name '%s'", pc_last_error(), word);
+    if (out)
+        assert_true(*out == 777.0f);
 }
 
 static void test_bad_arguments(void **state) {
@@ -284,13 +315,15 @@ static void test_bad_arguments(void **state) {
     expect_arg_error(pc_lse_weighted(PC_LSE_INT, w, x, 1, -2, 2, 2, wout, NULL), "outs", wout);
     expect_arg_error(pc_lse_weighted(PC_LSE_INT, w, x, 1, 2, -2, 2, wout, NULL), "ins", wout);
     expect_arg_error(pc_lse_weighted(PC_LSE_INT, w, x, 1, 2, 2, 1, wout, NULL), "x_stride", wout);
-    expect_arg_error(pc_lse_weighted((pc_lse_kernel)5, w, x, 1, 2, 2, 2, wout, NULL), "kernel", wout);
+    expect_arg_error(pc_lse_weighted((pc_lse_kernel)5, w, x, 1, 2, 2, 2, wout, NULL), "kernel",
+                     wout);
     expect_arg_error(pc_lse_weighted(PC_LSE_FUSE, w, x, 1, 2, 2, 2, wout, &bad_isa), "isa", wout);
     double wd[4];
     assert_int_equal(pc_lse_weighted_ref(w, x, 1, 2, 2, 1, wd), PC_ERR_ARG);
 
     float lse[1] = {0}, grad[8];
-    for (int i = 0; i < 8; i++) grad[i] = 777.0f;
+    for (int i = 0; i < 8; i++)
+        grad[i] = 777.0f;
     expect_arg_error(pc_lse_backward(NULL, lse, 1, 8, 8, grad, 8, NULL), "x", grad);
     expect_arg_error(pc_lse_backward(x, NULL, 1, 8, 8, grad, 8, NULL), "lse", grad);
     expect_arg_error(pc_lse_backward(x, lse, 1, 8, 8, NULL, 8, NULL), "grad", NULL);
@@ -301,7 +334,8 @@ static void test_bad_arguments(void **state) {
     /* An instruction set the CPU lacks is UNSUPPORTED, not a wrong answer. */
     if (pc_cpu_best_isa() < PC_ISA_AVX512) {
         pc_lse_cpu_opts want = {1, PC_ISA_AVX512};
-        assert_int_equal(pc_lse_rows(PC_LSE_FUSE, PC_F32, x, 1, 8, 8, &out, &want), PC_ERR_UNSUPPORTED);
+        assert_int_equal(pc_lse_rows(PC_LSE_FUSE, PC_F32, x, 1, 8, 8, &out, &want),
+                         PC_ERR_UNSUPPORTED);
         assert_true(out == 777.0f);
     }
 }
@@ -328,7 +362,8 @@ static void test_simd_matches_scalar(void **state) {
                 pc_lse_cpu_opts opts = {1, isas[i]};
                 pc_test_poison_f32(got[i], 5);
                 assert_int_equal(pc_lse_rows(pc_lsetest_pairs[p].kernel, dtype, x, rows, cols,
-                                             stride, got[i], &opts), PC_OK);
+                                             stride, got[i], &opts),
+                                 PC_OK);
             }
             for (int i = 1; i < count; i++)
                 for (int64_t r = 0; r < rows; r++) {
@@ -353,7 +388,8 @@ static void test_threads_match_one(void **state) {
     pc_rng *rng = pc_test_rng();
     int64_t rows = 37, stride = 3005;
     float *x = pc_test_alloc((size_t)(rows * stride) * sizeof(float));
-    for (int64_t i = 0; i < rows * stride; i++) x[i] = (float)pc_rng_normal(rng, 0.0, 4.0);
+    for (int64_t i = 0; i < rows * stride; i++)
+        x[i] = (float)pc_rng_normal(rng, 0.0, 4.0);
     float one[37], many[37];
     /* Long rows (several chunks) and short ones (several rows per work item). */
     for (int k = 0; k < 6; k++) {
@@ -383,7 +419,8 @@ static void test_int_rows_alone_match_block(void **state) {
     for (int w = 0; w < 5; w++) {
         int64_t cols = widths[w], stride = cols + 1;
         double *v = pc_test_alloc((size_t)(rows * stride) * sizeof(double));
-        for (int64_t i = 0; i < rows * stride; i++) v[i] = pc_rng_normal(pc_test_rng(), -2.0, 4.0);
+        for (int64_t i = 0; i < rows * stride; i++)
+            v[i] = pc_rng_normal(pc_test_rng(), -2.0, 4.0);
         for (int d = 0; d < 2; d++) {
             pc_dtype dtype = d ? PC_Q10_6 : PC_F32;
             void *x = pc_test_alloc((size_t)(rows * stride) * 4);
@@ -392,11 +429,13 @@ static void test_int_rows_alone_match_block(void **state) {
             for (int i = 0; i < nisa; i++) {
                 pc_lse_cpu_opts opts = {1, isas[i]};
                 pc_test_poison_f32(block, 37);
-                assert_int_equal(pc_lse_rows(PC_LSE_INT, dtype, x, rows, cols, stride, block, &opts), PC_OK);
+                assert_int_equal(
+                    pc_lse_rows(PC_LSE_INT, dtype, x, rows, cols, stride, block, &opts), PC_OK);
                 for (int64_t r = 0; r < rows; r++) {
                     const char *row = (const char *)x + (size_t)(r * stride) * pc_dtype_size(dtype);
                     alone = NAN;
-                    assert_int_equal(pc_lse_rows(PC_LSE_INT, dtype, row, 1, cols, stride, &alone, &opts), PC_OK);
+                    assert_int_equal(
+                        pc_lse_rows(PC_LSE_INT, dtype, row, 1, cols, stride, &alone, &opts), PC_OK);
                     if (memcmp(&alone, &block[r], sizeof alone) != 0)
                         fail_msg("int/%s %s cols %lld row %lld: alone %.9g, in a block %.9g",
                                  pc_dtype_name(dtype), pc_isa_name(isas[i]), (long long)cols,

@@ -33,7 +33,7 @@
 #include "pc/lse.h"
 
 #define MAX_ROTATE 8
-#define CPU_ROTATE_BYTES (64u << 20) /* a bit over this CPU's last-level cache */
+#define CPU_ROTATE_BYTES (64u << 20)  /* a bit over this CPU's last-level cache */
 #define GPU_ROTATE_BYTES (256u << 20) /* several times the H200's 60 MB L2 */
 #define TIME_BUDGET_S 0.25
 
@@ -53,11 +53,13 @@ typedef struct result {
 } result;
 
 static void usage(const char *why) {
-    if (why) fprintf(stderr, "lsebench: %s\n", why);
-    fprintf(stderr,
-            "usage: lsebench --device cpu|cuda [--kernel ref|fuse|int] [--dtype f32|f16|bf16|q10.6]\n"
-            "                [--rows B] [--cols N] [--range lo,hi | --normal sd] [--threads T]\n"
-            "                [--isa auto|scalar|avx2|avx512] [--repeats R] [--seed S] [--json]\n");
+    if (why)
+        fprintf(stderr, "lsebench: %s\n", why);
+    fprintf(
+        stderr,
+        "usage: lsebench --device cpu|cuda [--kernel ref|fuse|int] [--dtype f32|f16|bf16|q10.6]\n"
+        "                [--rows B] [--cols N] [--range lo,hi | --normal sd] [--threads T]\n"
+        "                [--isa auto|scalar|avx2|avx512] [--repeats R] [--seed S] [--json]\n");
     exit(2);
 }
 
@@ -65,15 +67,22 @@ static int64_t parse_int(const char *s, const char *name, int64_t lo) {
     char *end;
     long long v = strtoll(s, &end, 10);
     if (*s == '\0' || *end != '\0' || v < lo) {
-        fprintf(stderr, "lsebench: %s must be an integer >= %lld, got '%s'\n", name, (long long)lo, s);
+        fprintf(stderr, "lsebench: %s must be an integer >= %lld, got '%s'\n", name, (long long)lo,
+                s);
         exit(2);
     }
     return v;
 }
 
 static void parse(int argc, char **argv, options *o) {
-    *o = (options){.threads = 1, .repeats = 25, .isa = PC_ISA_AUTO, .rows = 512, .cols = 8192,
-                   .lo = -10.0, .hi = 0.0, .seed = 1};
+    *o = (options){.threads = 1,
+                   .repeats = 25,
+                   .isa = PC_ISA_AUTO,
+                   .rows = 512,
+                   .cols = 8192,
+                   .lo = -10.0,
+                   .hi = 0.0,
+                   .seed = 1};
     int have_device = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -81,20 +90,25 @@ static void parse(int argc, char **argv, options *o) {
             o->json = 1;
             continue;
         }
-        if (i + 1 >= argc) usage("an option is missing its value");
+        if (i + 1 >= argc)
+            usage("an option is missing its value");
         const char *v = argv[++i];
         if (strcmp(a, "--device") == 0) {
-            if (strcmp(v, "cpu") != 0 && strcmp(v, "cuda") != 0) usage("--device is cpu or cuda");
+            if (strcmp(v, "cpu") != 0 && strcmp(v, "cuda") != 0)
+                usage("--device is cpu or cuda");
             o->cuda = strcmp(v, "cuda") == 0;
             have_device = 1;
         } else if (strcmp(a, "--kernel") == 0) {
-            if (pc_lse_kernel_parse(v, &o->kernel) != PC_OK) usage(pc_last_error());
+            if (pc_lse_kernel_parse(v, &o->kernel) != PC_OK)
+                usage(pc_last_error());
             o->have_kernel = 1;
         } else if (strcmp(a, "--dtype") == 0) {
-            if (pc_dtype_parse(v, &o->dtype) != PC_OK) usage(pc_last_error());
+            if (pc_dtype_parse(v, &o->dtype) != PC_OK)
+                usage(pc_last_error());
             o->have_dtype = 1;
         } else if (strcmp(a, "--isa") == 0) {
-            if (pc_isa_parse(v, &o->isa) != PC_OK) usage(pc_last_error());
+            if (pc_isa_parse(v, &o->isa) != PC_OK)
+                usage(pc_last_error());
         } else if (strcmp(a, "--rows") == 0) {
             o->rows = parse_int(v, "--rows", 1);
         } else if (strcmp(a, "--cols") == 0) {
@@ -108,7 +122,8 @@ static void parse(int argc, char **argv, options *o) {
         } else if (strcmp(a, "--range") == 0) {
             char *end;
             o->lo = strtod(v, &end);
-            if (*end != ',') usage("--range is lo,hi");
+            if (*end != ',')
+                usage("--range is lo,hi");
             o->hi = strtod(end + 1, &end);
             if (*end != '\0' || !(o->lo < o->hi) || !isfinite(o->lo) || !isfinite(o->hi))
                 usage("--range is lo,hi with finite lo < hi");
@@ -116,18 +131,24 @@ static void parse(int argc, char **argv, options *o) {
         } else if (strcmp(a, "--normal") == 0) {
             char *end;
             o->sd = strtod(v, &end);
-            if (*end != '\0' || !(o->sd > 0.0) || !isfinite(o->sd)) usage("--normal takes sd > 0");
+            if (*end != '\0' || !(o->sd > 0.0) || !isfinite(o->sd))
+                usage("--normal takes sd > 0");
         } else {
             fprintf(stderr, "lsebench: unknown option '%s'\n", a);
             usage(NULL);
         }
     }
-    if (!have_device) usage("--device is required");
-    if (o->have_dtype && !o->have_kernel) usage("--dtype needs --kernel");
-    if (o->cuda && o->have_kernel && o->kernel == PC_LSE_REF) usage("the GPU has no ref kernel");
-    if (o->have_kernel && ((o->kernel == PC_LSE_FUSE && o->dtype == PC_Q10_6) ||
-                           (o->kernel == PC_LSE_INT && (o->dtype == PC_F16 || o->dtype == PC_BF16))))
-        usage("kernel/dtype pairs: ref with any dtype; fuse with f32, f16, bf16; int with f32, q10.6");
+    if (!have_device)
+        usage("--device is required");
+    if (o->have_dtype && !o->have_kernel)
+        usage("--dtype needs --kernel");
+    if (o->cuda && o->have_kernel && o->kernel == PC_LSE_REF)
+        usage("the GPU has no ref kernel");
+    if (o->have_kernel &&
+        ((o->kernel == PC_LSE_FUSE && o->dtype == PC_Q10_6) ||
+         (o->kernel == PC_LSE_INT && (o->dtype == PC_F16 || o->dtype == PC_BF16))))
+        usage("kernel/dtype pairs: ref with any dtype; fuse with f32, f16, bf16; int with f32, "
+              "q10.6");
 }
 
 static double now_s(void) {
@@ -157,8 +178,10 @@ static void errors(const float *out, const double *ref, int64_t rows, result *re
     double sum = 0.0, mx = 0.0;
     for (int64_t r = 0; r < rows; r++) {
         double e = fabs((double)out[r] - ref[r]);
-        if (out[r] == ref[r]) e = 0.0; /* matching infinities */
-        if (isnan(e)) e = INFINITY;
+        if (out[r] == ref[r])
+            e = 0.0; /* matching infinities */
+        if (isnan(e))
+            e = INFINITY;
         sum += e;
         mx = e > mx ? e : mx;
     }
@@ -166,8 +189,7 @@ static void errors(const float *out, const double *ref, int64_t rows, result *re
     res->max_abs = mx;
 }
 
-static int run_cpu(const options *o, void *const *bufs, int nbufs, const double *ref,
-                   result *res) {
+static int run_cpu(const options *o, void *const *bufs, int nbufs, const double *ref, result *res) {
     pc_lse_cpu_opts opts = {o->threads, o->isa};
     float *out = malloc(sizeof(float) * (size_t)o->rows);
     double *times = malloc(sizeof(double) * (size_t)o->repeats);
@@ -182,7 +204,8 @@ static int run_cpu(const options *o, void *const *bufs, int nbufs, const double 
     int reps = plan_repeats(o->repeats, first);
     for (int r = 0; st == PC_OK && r < reps; r++) {
         t0 = now_s();
-        st = pc_lse_rows(o->kernel, o->dtype, bufs[r % nbufs], o->rows, o->cols, o->cols, out, &opts);
+        st = pc_lse_rows(o->kernel, o->dtype, bufs[r % nbufs], o->rows, o->cols, o->cols, out,
+                         &opts);
         times[r] = now_s() - t0;
     }
     if (st == PC_OK) {
@@ -195,8 +218,8 @@ static int run_cpu(const options *o, void *const *bufs, int nbufs, const double 
     return st == PC_OK ? 0 : fail("pc_lse_rows");
 }
 
-static int run_cuda(const options *o, void *const *bufs, int nbufs, size_t bytes,
-                    const double *ref, result *res) {
+static int run_cuda(const options *o, void *const *bufs, int nbufs, size_t bytes, const double *ref,
+                    result *res) {
     void *d_x[MAX_ROTATE] = {0}, *d_scratch = NULL;
     float *d_out = NULL, *out = malloc(sizeof(float) * (size_t)o->rows);
     double *times = malloc(sizeof(double) * (size_t)o->repeats);
@@ -204,39 +227,48 @@ static int run_cuda(const options *o, void *const *bufs, int nbufs, size_t bytes
     size_t scratch = 0;
     int rc = 1;
     const char *what = "pc_cuda_malloc";
-    if (!out || !times) goto done;
+    if (!out || !times)
+        goto done;
     for (int b = 0; b < nbufs; b++) {
-        if (pc_cuda_malloc(&d_x[b], bytes) != PC_OK) goto done;
+        if (pc_cuda_malloc(&d_x[b], bytes) != PC_OK)
+            goto done;
         what = "pc_cuda_memcpy_h2d";
-        if (pc_cuda_memcpy_h2d(d_x[b], bufs[b], bytes) != PC_OK) goto done;
+        if (pc_cuda_memcpy_h2d(d_x[b], bufs[b], bytes) != PC_OK)
+            goto done;
         what = "pc_cuda_malloc";
     }
-    if (pc_cuda_malloc((void **)&d_out, sizeof(float) * (size_t)o->rows) != PC_OK) goto done;
+    if (pc_cuda_malloc((void **)&d_out, sizeof(float) * (size_t)o->rows) != PC_OK)
+        goto done;
     what = "pc_lse_rows_cuda";
     if (pc_lse_rows_cuda(o->kernel, o->dtype, d_x[0], o->rows, o->cols, o->cols, d_out, NULL,
                          &scratch, NULL) != PC_OK)
         goto done;
     what = "pc_cuda_malloc";
-    if (scratch && pc_cuda_malloc(&d_scratch, scratch) != PC_OK) goto done;
+    if (scratch && pc_cuda_malloc(&d_scratch, scratch) != PC_OK)
+        goto done;
     what = "pc_cuda_timer_create";
-    if (pc_cuda_timer_create(&timer) != PC_OK) goto done;
+    if (pc_cuda_timer_create(&timer) != PC_OK)
+        goto done;
     what = "pc_lse_rows_cuda";
     double t0 = now_s();
-    if (pc_lse_rows_cuda(o->kernel, o->dtype, d_x[0], o->rows, o->cols, o->cols, d_out,
-                         d_scratch, &scratch, NULL) != PC_OK || pc_cuda_synchronize() != PC_OK)
+    if (pc_lse_rows_cuda(o->kernel, o->dtype, d_x[0], o->rows, o->cols, o->cols, d_out, d_scratch,
+                         &scratch, NULL) != PC_OK ||
+        pc_cuda_synchronize() != PC_OK)
         goto done;
     int reps = plan_repeats(o->repeats, now_s() - t0);
     for (int r = 0; r < reps; r++) {
         float ms;
         if (pc_cuda_timer_start(timer, NULL) != PC_OK ||
-            pc_lse_rows_cuda(o->kernel, o->dtype, d_x[r % nbufs], o->rows, o->cols, o->cols,
-                             d_out, d_scratch, &scratch, NULL) != PC_OK ||
-            pc_cuda_timer_stop(timer, NULL) != PC_OK || pc_cuda_timer_elapsed_ms(timer, &ms) != PC_OK)
+            pc_lse_rows_cuda(o->kernel, o->dtype, d_x[r % nbufs], o->rows, o->cols, o->cols, d_out,
+                             d_scratch, &scratch, NULL) != PC_OK ||
+            pc_cuda_timer_stop(timer, NULL) != PC_OK ||
+            pc_cuda_timer_elapsed_ms(timer, &ms) != PC_OK)
             goto done;
         times[r] = ms;
     }
     what = "pc_cuda_memcpy_d2h";
-    if (pc_cuda_memcpy_d2h(out, d_out, sizeof(float) * (size_t)o->rows) != PC_OK) goto done;
+    if (pc_cuda_memcpy_d2h(out, d_out, sizeof(float) * (size_t)o->rows) != PC_OK)
+        goto done;
     qsort(times, (size_t)reps, sizeof(double), cmp_double);
     res->ms = times[reps / 2];
     res->repeats = reps;
@@ -250,7 +282,8 @@ done:
             fail(what);
     }
     pc_cuda_timer_free(timer);
-    for (int b = 0; b < nbufs; b++) pc_cuda_free(d_x[b]);
+    for (int b = 0; b < nbufs; b++)
+        pc_cuda_free(d_x[b]);
     pc_cuda_free(d_out), pc_cuda_free(d_scratch);
     free(out), free(times);
     return rc;
@@ -266,8 +299,8 @@ static void input_name(const options *o, char *text, size_t len) {
 static void report(const options *o, const result *res) {
     char input[64];
     input_name(o, input, sizeof input);
-    const char *isa = o->cuda ? "cuda"
-                              : pc_isa_name(o->isa == PC_ISA_AUTO ? pc_cpu_best_isa() : o->isa);
+    const char *isa =
+        o->cuda ? "cuda" : pc_isa_name(o->isa == PC_ISA_AUTO ? pc_cpu_best_isa() : o->isa);
     if (o->json) {
         printf("{\"device\": \"%s\", \"kernel\": \"%s\", \"dtype\": \"%s\", \"isa\": \"%s\", "
                "\"threads\": %d, \"rows\": %" PRId64 ", \"cols\": %" PRId64 ", "
@@ -298,7 +331,8 @@ static int run_shape(options o, const pair *pairs, int npairs) {
     void *bufs[MAX_ROTATE] = {0};
     int rc = 0;
     if (!v || !ref) {
-        fprintf(stderr, "lsebench: out of memory for a %" PRId64 " x %" PRId64 " input\n", o.rows, o.cols);
+        fprintf(stderr, "lsebench: out of memory for a %" PRId64 " x %" PRId64 " input\n", o.rows,
+                o.cols);
         free(v), free(ref);
         return 1;
     }
@@ -309,7 +343,8 @@ static int run_shape(options o, const pair *pairs, int npairs) {
     for (int p = 0; p < npairs && rc == 0; p++) {
         o.kernel = pairs[p].kernel;
         if (pairs[p].dtype != encoded) {
-            for (int b = 0; b < nbufs; b++) free(bufs[b]), bufs[b] = NULL;
+            for (int b = 0; b < nbufs; b++)
+                free(bufs[b]), bufs[b] = NULL;
             o.dtype = encoded = pairs[p].dtype;
             bytes = n * pc_dtype_size(o.dtype);
             size_t limit = o.cuda ? GPU_ROTATE_BYTES : CPU_ROTATE_BYTES;
@@ -323,26 +358,31 @@ static int run_shape(options o, const pair *pairs, int npairs) {
                 }
                 pc_lsedata_encode(o.dtype, v, n, bufs[b]);
             }
-            if (nbufs == 0 || pc_lse_rows_ref(o.dtype, bufs[0], o.rows, o.cols, o.cols, ref) != PC_OK) {
-                rc = nbufs ? fail("pc_lse_rows_ref") : (fprintf(stderr, "lsebench: out of memory\n"), 1);
+            if (nbufs == 0 ||
+                pc_lse_rows_ref(o.dtype, bufs[0], o.rows, o.cols, o.cols, ref) != PC_OK) {
+                rc = nbufs ? fail("pc_lse_rows_ref")
+                           : (fprintf(stderr, "lsebench: out of memory\n"), 1);
                 break;
             }
         }
         o.dtype = pairs[p].dtype;
         result res = {0};
-        rc = o.cuda ? run_cuda(&o, bufs, nbufs, bytes, ref, &res) : run_cpu(&o, bufs, nbufs, ref, &res);
+        rc = o.cuda ? run_cuda(&o, bufs, nbufs, bytes, ref, &res)
+                    : run_cpu(&o, bufs, nbufs, ref, &res);
         if (rc == 0) {
             res.ns_per_elem = n ? res.ms * 1e6 / (double)n : 0.0;
             report(&o, &res);
         }
     }
-    for (int b = 0; b < nbufs; b++) free(bufs[b]);
+    for (int b = 0; b < nbufs; b++)
+        free(bufs[b]);
     free(v), free(ref);
     return rc;
 }
 
 static void header(const options *o) {
-    if (o->json) return;
+    if (o->json)
+        return;
     char model[256] = "unknown CPU", line[512];
     FILE *f = fopen("/proc/cpuinfo", "r");
     while (f && fgets(line, sizeof line, f))
@@ -351,10 +391,12 @@ static void header(const options *o) {
             model[strcspn(model, "\n")] = '\0';
             break;
         }
-    if (f) fclose(f);
+    if (f)
+        fclose(f);
     char input[64], dev[256] = "";
     input_name(o, input, sizeof input);
-    if (o->cuda && pc_cuda_describe(dev, sizeof dev) != PC_OK) dev[0] = '\0';
+    if (o->cuda && pc_cuda_describe(dev, sizeof dev) != PC_OK)
+        dev[0] = '\0';
     printf("# %s; best isa %s; input %s, seed %" PRIu64 "; median of up to %d calls\n",
            o->cuda ? dev : model, pc_isa_name(pc_cpu_best_isa()), input, o->seed, o->repeats);
     printf("%-5s %-6s %-6s %-7s %3s %6s %8s %10s %10s %10s %10s\n", "dev", "kernel", "dtype", "isa",
@@ -367,7 +409,8 @@ int main(int argc, char **argv) {
     if (o.cuda && !pc_cuda_available()) {
         void *probe = NULL;
         pc_status st = pc_cuda_malloc(&probe, 1); /* says why: no CUDA in this build, no GPU */
-        if (st == PC_OK) pc_cuda_free(probe);
+        if (st == PC_OK)
+            pc_cuda_free(probe);
         fprintf(stderr, "lsebench: --device cuda: %s\n",
                 st == PC_OK ? "no usable GPU" : pc_last_error());
         return 1;
@@ -388,12 +431,13 @@ int main(int argc, char **argv) {
                                      {PC_LSE_FUSE, PC_BF16}, {PC_LSE_INT, PC_Q10_6}};
     const pair *pairs = o.cuda ? cpu_pairs + 1 : cpu_pairs;
     int npairs = o.cuda ? 5 : 6;
-    static const int64_t shapes[][2] = {{512, 128}, {512, 1024}, {512, 8192}, {512, 32768},
-                                        {512, 128256}, {1, 1 << 20}};
+    static const int64_t shapes[][2] = {{512, 128},   {512, 1024},   {512, 8192},
+                                        {512, 32768}, {512, 128256}, {1, 1 << 20}};
     for (int s = 0; s < 6; s++) {
         o.rows = shapes[s][0];
         o.cols = shapes[s][1];
-        if (run_shape(o, pairs, npairs) != 0) return 1;
+        if (run_shape(o, pairs, npairs) != 0)
+            return 1;
     }
     return 0;
 }

@@ -38,7 +38,8 @@ pc_status pc_lse_cpu_resolve(const pc_lse_cpu_opts *opts, const pc_lse_cpu_impl 
     if (isa < PC_ISA_AUTO || isa > PC_ISA_AVX512)
         return pc_fail(PC_ERR_ARG, "opts->isa = %d is not a pc_isa", (int)isa);
     pc_isa best = pc_cpu_best_isa();
-    if (isa == PC_ISA_AUTO) isa = best;
+    if (isa == PC_ISA_AUTO)
+        isa = best;
     if (isa > best)
         return pc_fail(PC_ERR_UNSUPPORTED, "opts->isa = %s: this CPU supports at most %s",
                        pc_isa_name(isa), pc_isa_name(best));
@@ -72,13 +73,16 @@ const int32_t *pc_lse_int_table(const uint32_t **packed) {
 
 pc_status pc_lse_cpu_for(int64_t count, int threads, size_t scratch_bytes, pc_lse_cpu_row_fn fn,
                          const void *ctx) {
-    if (count <= 0) return PC_OK;
+    if (count <= 0)
+        return PC_OK;
     int64_t nt = threads < count ? threads : count;
     int failed = 0;
     if (nt <= 1) {
         void *scratch = malloc(scratch_bytes ? scratch_bytes : 1);
-        if (!scratch) return pc_fail(PC_ERR_NOMEM, "LSE scratch of %zu bytes", scratch_bytes);
-        for (int64_t r = 0; r < count; r++) fn(ctx, r, scratch);
+        if (!scratch)
+            return pc_fail(PC_ERR_NOMEM, "LSE scratch of %zu bytes", scratch_bytes);
+        for (int64_t r = 0; r < count; r++)
+            fn(ctx, r, scratch);
         free(scratch);
         return PC_OK;
     }
@@ -91,18 +95,22 @@ pc_status pc_lse_cpu_for(int64_t count, int threads, size_t scratch_bytes, pc_ls
         }
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < count; r++)
-            if (scratch) fn(ctx, r, scratch);
+            if (scratch)
+                fn(ctx, r, scratch);
         free(scratch);
     }
-    if (failed) return pc_fail(PC_ERR_NOMEM, "LSE scratch of %zu bytes per thread", scratch_bytes);
+    if (failed)
+        return pc_fail(PC_ERR_NOMEM, "LSE scratch of %zu bytes per thread", scratch_bytes);
     return PC_OK;
 }
 
 /* ---- argument checks --------------------------------------------------------------------- */
 
 static pc_status check_shape(int64_t rows, int64_t cols, int64_t stride) {
-    if (rows < 0) return pc_fail(PC_ERR_ARG, "rows = %lld is negative", (long long)rows);
-    if (cols < 0) return pc_fail(PC_ERR_ARG, "cols = %lld is negative", (long long)cols);
+    if (rows < 0)
+        return pc_fail(PC_ERR_ARG, "rows = %lld is negative", (long long)rows);
+    if (cols < 0)
+        return pc_fail(PC_ERR_ARG, "cols = %lld is negative", (long long)cols);
     if (stride < cols)
         return pc_fail(PC_ERR_ARG, "stride = %lld is less than cols = %lld", (long long)stride,
                        (long long)cols);
@@ -116,8 +124,10 @@ static pc_status check_kernel_dtype(pc_lse_kernel kernel, pc_dtype dtype) {
         return pc_fail(PC_ERR_ARG, "dtype = %d is not a pc_dtype", (int)dtype);
     if ((kernel == PC_LSE_FUSE && dtype == PC_Q10_6) ||
         (kernel == PC_LSE_INT && (dtype == PC_F16 || dtype == PC_BF16)))
-        return pc_fail(PC_ERR_ARG, "kernel %s does not take dtype %s (fuse: f32, f16, bf16; int: "
-                       "f32, q10.6)", pc_lse_kernel_name(kernel), pc_dtype_name(dtype));
+        return pc_fail(PC_ERR_ARG,
+                       "kernel %s does not take dtype %s (fuse: f32, f16, bf16; int: "
+                       "f32, q10.6)",
+                       pc_lse_kernel_name(kernel), pc_dtype_name(dtype));
     return PC_OK;
 }
 
@@ -137,7 +147,8 @@ typedef struct rows_ctx {
 
 /* The row's LSE from its (max, sum) pair; NaN in the sum or +inf max: the reference rescans. */
 static float fuse_finish(const rows_ctx *c, const void *row, float m, float s) {
-    if (isnan(s) || m == INFINITY) return (float)pc_lse_ref_row(c->dtype, row, c->cols);
+    if (isnan(s) || m == INFINITY)
+        return (float)pc_lse_ref_row(c->dtype, row, c->cols);
     return m == -INFINITY ? -INFINITY : m + logf(s);
 }
 
@@ -152,8 +163,10 @@ static float fuse_row(const rows_ctx *c, const void *row, float *fbuf) {
         }
         float m, s;
         c->impl->fuse_chunk(p, len, &m, &s);
-        if (isnan(s) || m == INFINITY) return fuse_finish(c, row, m, s);
-        if (m == -INFINITY) continue;
+        if (isnan(s) || m == INFINITY)
+            return fuse_finish(c, row, m, s);
+        if (m == -INFINITY)
+            continue;
         if (big_m == -INFINITY) {
             big_m = m, big_s = s;
         } else if (m > big_m) {
@@ -201,15 +214,19 @@ static float int_max(const rows_ctx *c, const void *row, int *done) {
         float m;
         int nan;
         c->impl->max_f32((const float *)row, c->cols, &m, &nan);
-        if (nan) return NAN;
-        if (m == INFINITY || m == -INFINITY) return m; /* any +inf; empty or all -inf */
+        if (nan)
+            return NAN;
+        if (m == INFINITY || m == -INFINITY)
+            return m; /* any +inf; empty or all -inf */
         *done = 0;
         return m;
     }
     const int16_t *x = (const int16_t *)row;
     int16_t mq = PC_Q10_6_NEG_INF;
-    for (int64_t i = 0; i < c->cols; i++) mq = x[i] > mq ? x[i] : mq;
-    if (mq == PC_Q10_6_NEG_INF) return -INFINITY;
+    for (int64_t i = 0; i < c->cols; i++)
+        mq = x[i] > mq ? x[i] : mq;
+    if (mq == PC_Q10_6_NEG_INF)
+        return -INFINITY;
     *done = 0;
     return (float)mq;
 }
@@ -241,16 +258,20 @@ static void int_rows_block(const void *ctx, int64_t blk, void *scratch) {
     for (int64_t r = 0; r < PC_CPU_INT_LANES; r++) {
         const void *row = c->x + (size_t)(r0 + r) * c->row_bytes;
         done[r] = 1;
-        if (r < nr) m[r] = int_max(c, row, &done[r]);
+        if (r < nr)
+            m[r] = int_max(c, row, &done[r]);
         if (done[r]) {
-            for (int64_t k = 0; k < n; k++) t[k * PC_CPU_INT_LANES + r] = 0; /* unused lane */
+            for (int64_t k = 0; k < n; k++)
+                t[k * PC_CPU_INT_LANES + r] = 0; /* unused lane */
             continue;
         }
         int_quantize(c, row, m[r], 0, n, tmp);
-        for (int64_t k = 0; k < n; k++) t[k * PC_CPU_INT_LANES + r] = tmp[k];
+        for (int64_t k = 0; k < n; k++)
+            t[k * PC_CPU_INT_LANES + r] = tmp[k];
     }
     c->impl->int_terms_t(t, n, PC_CPU_INT_LANES, zero, trees, c->table, c->packed, q);
-    for (int64_t r = 0; r < nr; r++) c->out[r0 + r] = done[r] ? m[r] : int_out(c, m[r], q[r]);
+    for (int64_t r = 0; r < nr; r++)
+        c->out[r0 + r] = done[r] ? m[r] : int_out(c, m[r], q[r]);
 }
 
 static void rows_one(const void *ctx, int64_t r, void *scratch) {
@@ -259,9 +280,15 @@ static void rows_one(const void *ctx, int64_t r, void *scratch) {
     float *fbuf = scratch;
     int32_t *ibuf = (int32_t *)(fbuf + PC_CPU_FUSE_CHUNK), *res = ibuf + PC_CPU_INT_CHUNK;
     switch (c->kernel) {
-    case PC_LSE_REF: c->out[r] = (float)pc_lse_ref_row(c->dtype, row, c->cols); break;
-    case PC_LSE_FUSE: c->out[r] = fuse_row(c, row, fbuf); break;
-    case PC_LSE_INT: c->out[r] = int_row(c, row, ibuf, res); break;
+    case PC_LSE_REF:
+        c->out[r] = (float)pc_lse_ref_row(c->dtype, row, c->cols);
+        break;
+    case PC_LSE_FUSE:
+        c->out[r] = fuse_row(c, row, fbuf);
+        break;
+    case PC_LSE_INT:
+        c->out[r] = int_row(c, row, ibuf, res);
+        break;
     }
 }
 
@@ -273,7 +300,8 @@ static void rows_block(const void *ctx, int64_t q, void *scratch) {
     nr = nr < PC_CPU_ROW_BLOCK ? nr : PC_CPU_ROW_BLOCK;
     float m[PC_CPU_ROW_BLOCK], s[PC_CPU_ROW_BLOCK];
     const char *x = c->x + (size_t)r0 * c->row_bytes;
-    c->impl->fuse_rows((const float *)x, nr, c->cols, (int64_t)(c->row_bytes / sizeof(float)), m, s);
+    c->impl->fuse_rows((const float *)x, nr, c->cols, (int64_t)(c->row_bytes / sizeof(float)), m,
+                       s);
     for (int64_t i = 0; i < nr; i++)
         c->out[r0 + i] = fuse_finish(c, x + (size_t)i * c->row_bytes, m[i], s[i]);
 }
@@ -281,18 +309,28 @@ static void rows_block(const void *ctx, int64_t q, void *scratch) {
 pc_status pc_lse_rows(pc_lse_kernel kernel, pc_dtype dtype, const void *x, int64_t rows,
                       int64_t cols, int64_t stride, float *out, const pc_lse_cpu_opts *opts) {
     pc_status st = check_kernel_dtype(kernel, dtype);
-    if (st == PC_OK) st = check_shape(rows, cols, stride);
-    if (st != PC_OK) return st;
-    if (!x) return pc_fail(PC_ERR_ARG, "x is NULL");
-    if (!out) return pc_fail(PC_ERR_ARG, "out is NULL");
-    rows_ctx c = {.kernel = kernel, .dtype = dtype, .x = x, .rows = rows, .cols = cols, .out = out,
+    if (st == PC_OK)
+        st = check_shape(rows, cols, stride);
+    if (st != PC_OK)
+        return st;
+    if (!x)
+        return pc_fail(PC_ERR_ARG, "x is NULL");
+    if (!out)
+        return pc_fail(PC_ERR_ARG, "out is NULL");
+    rows_ctx c = {.kernel = kernel,
+                  .dtype = dtype,
+                  .x = x,
+                  .rows = rows,
+                  .cols = cols,
+                  .out = out,
                   .row_bytes = (size_t)stride * pc_dtype_size(dtype)};
     int threads;
-    if ((st = pc_lse_cpu_resolve(opts, &c.impl, &threads)) != PC_OK) return st;
+    if ((st = pc_lse_cpu_resolve(opts, &c.impl, &threads)) != PC_OK)
+        return st;
     c.table = pc_lse_int_table(&c.packed);
     int64_t chunks = (cols + PC_CPU_INT_CHUNK - 1) / PC_CPU_INT_CHUNK;
-    size_t scratch = sizeof(float) * PC_CPU_FUSE_CHUNK +
-                     sizeof(int32_t) * (size_t)(PC_CPU_INT_CHUNK + chunks);
+    size_t scratch =
+        sizeof(float) * PC_CPU_FUSE_CHUNK + sizeof(int32_t) * (size_t)(PC_CPU_INT_CHUNK + chunks);
     if (kernel == PC_LSE_FUSE && dtype == PC_F32 && cols <= PC_CPU_FUSE_CHUNK && c.impl->fuse_rows)
         return pc_lse_cpu_for((rows + PC_CPU_ROW_BLOCK - 1) / PC_CPU_ROW_BLOCK, threads, 0,
                               rows_block, &c);
@@ -305,13 +343,17 @@ pc_status pc_lse_rows(pc_lse_kernel kernel, pc_dtype dtype, const void *x, int64
     return pc_lse_cpu_for(rows, threads, scratch, rows_one, &c);
 }
 
-pc_status pc_lse_rows_ref(pc_dtype dtype, const void *x, int64_t rows, int64_t cols,
-                          int64_t stride, double *out) {
+pc_status pc_lse_rows_ref(pc_dtype dtype, const void *x, int64_t rows, int64_t cols, int64_t stride,
+                          double *out) {
     pc_status st = check_kernel_dtype(PC_LSE_REF, dtype);
-    if (st == PC_OK) st = check_shape(rows, cols, stride);
-    if (st != PC_OK) return st;
-    if (!x) return pc_fail(PC_ERR_ARG, "x is NULL");
-    if (!out) return pc_fail(PC_ERR_ARG, "out is NULL");
+    if (st == PC_OK)
+        st = check_shape(rows, cols, stride);
+    if (st != PC_OK)
+        return st;
+    if (!x)
+        return pc_fail(PC_ERR_ARG, "x is NULL");
+    if (!out)
+        return pc_fail(PC_ERR_ARG, "out is NULL");
     size_t row_bytes = (size_t)stride * pc_dtype_size(dtype);
     for (int64_t r = 0; r < rows; r++)
         out[r] = pc_lse_ref_row(dtype, (const char *)x + (size_t)r * row_bytes, cols);
@@ -332,7 +374,8 @@ static void backward_one(const void *ctx, int64_t r, void *scratch) {
     const backward_ctx *c = ctx;
     float l = c->lse[r], *g = c->grad + r * c->grad_stride;
     if (isnan(l) || l == -INFINITY) {
-        for (int64_t i = 0; i < c->cols; i++) g[i] = NAN;
+        for (int64_t i = 0; i < c->cols; i++)
+            g[i] = NAN;
         return;
     }
     c->impl->exp_shifted(c->x + r * c->stride, c->cols, l, g);
@@ -342,16 +385,25 @@ pc_status pc_lse_backward(const float *x, const float *lse, int64_t rows, int64_
                           int64_t stride, float *grad, int64_t grad_stride,
                           const pc_lse_cpu_opts *opts) {
     pc_status st = check_shape(rows, cols, stride);
-    if (st != PC_OK) return st;
+    if (st != PC_OK)
+        return st;
     if (grad_stride < cols)
         return pc_fail(PC_ERR_ARG, "grad_stride = %lld is less than cols = %lld",
                        (long long)grad_stride, (long long)cols);
-    if (!x) return pc_fail(PC_ERR_ARG, "x is NULL");
-    if (!lse) return pc_fail(PC_ERR_ARG, "lse is NULL");
-    if (!grad) return pc_fail(PC_ERR_ARG, "grad is NULL");
-    backward_ctx c = {.x = x, .lse = lse, .cols = cols, .stride = stride,
-                      .grad_stride = grad_stride, .grad = grad};
+    if (!x)
+        return pc_fail(PC_ERR_ARG, "x is NULL");
+    if (!lse)
+        return pc_fail(PC_ERR_ARG, "lse is NULL");
+    if (!grad)
+        return pc_fail(PC_ERR_ARG, "grad is NULL");
+    backward_ctx c = {.x = x,
+                      .lse = lse,
+                      .cols = cols,
+                      .stride = stride,
+                      .grad_stride = grad_stride,
+                      .grad = grad};
     int threads;
-    if ((st = pc_lse_cpu_resolve(opts, &c.impl, &threads)) != PC_OK) return st;
+    if ((st = pc_lse_cpu_resolve(opts, &c.impl, &threads)) != PC_OK)
+        return st;
     return pc_lse_cpu_for(rows, threads, 0, backward_one, &c);
 }

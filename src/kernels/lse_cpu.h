@@ -23,7 +23,7 @@
  * of two, so every chunk tree has the same shape and the whole is a balanced tree. */
 #define PC_CPU_INT_CHUNK 1024
 /* Scratch of int_terms_t: a chunk of terms and the chunk results, 16 lanes each. */
-#define PC_CPU_LANE_SCRATCH(ins) \
+#define PC_CPU_LANE_SCRATCH(ins)                                                                   \
     ((size_t)(PC_CPU_INT_CHUNK + ((ins) + PC_CPU_INT_CHUNK - 1) / PC_CPU_INT_CHUNK) * 16)
 /* int rows of at most PC_CPU_INT_SHORT values go through int_terms_t this many at a time
  * (measured here: at 128 values 0.86 ns per value against 1.24 row by row; past about 200 the
@@ -69,8 +69,7 @@ typedef struct pc_lse_cpu_impl {
     /* Optional (NULL: the driver calls fuse_chunk row by row): fuse_chunk on each of `rows` rows
      * of n <= PC_CPU_FUSE_CHUNK floats, `stride` apart, several rows interleaved, because a short
      * row alone is bound by the latency of its reductions, not by arithmetic. */
-    void (*fuse_rows)(const float *x, int64_t rows, int64_t n, int64_t stride, float *m,
-                      float *s);
+    void (*fuse_rows)(const float *x, int64_t rows, int64_t n, int64_t stride, float *m, float *s);
     /* dst[0:n] = the f16 or bf16 values src[0:n] as floats (exact). */
     void (*widen)(pc_dtype dtype, const uint16_t *src, int64_t n, float *dst);
     /* Max of x[0:n] ignoring NaN (-inf if none); *has_nan set to 1 if x holds a NaN. */
@@ -89,8 +88,7 @@ typedef struct pc_lse_cpu_impl {
      * bits as int_tree on each output's terms. Vector paths put outputs in lanes, so every tree
      * level is whole vectors. scratch holds PC_CPU_LANE_SCRATCH(ins) int32s. */
     void (*int_terms_t)(const int32_t *wqt, int64_t ins, int64_t outs, const int32_t *xq,
-                        int32_t *scratch, const int32_t *table, const uint32_t *packed,
-                        int32_t *q);
+                        int32_t *scratch, const int32_t *table, const uint32_t *packed, int32_t *q);
 } pc_lse_cpu_impl;
 
 extern const pc_lse_cpu_impl pc_lse_cpu_scalar;
@@ -131,7 +129,8 @@ static inline uint32_t pc_f32_to_bits(float f) {
 /* IEEE half to float, exact, including subnormals, infinities and NaN. */
 static inline float pc_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
-    if (exp == 0x1f) return pc_bits_to_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 0x1f)
+        return pc_bits_to_f32(sign | 0x7f800000u | (man << 13));
     if (exp == 0) {
         float v = (float)man * 0x1p-24f; /* subnormal: man * 2^-24, exact in float */
         return sign ? -v : v;
@@ -166,7 +165,8 @@ static inline float pc_exp2_poly(float t) {
 static inline int32_t pc_int_correction_packed(int32_t d, const uint32_t *packed) {
     d = d < PC_INT_D_MAX ? d : PC_INT_D_MAX;
     uint32_t p = packed[d >> PC_INT_TABLE_SHIFT];
-    int32_t f0 = (int32_t)(p & ((1u << PC_INT_PACK_BITS) - 1)), df = (int32_t)(p >> PC_INT_PACK_BITS);
+    int32_t f0 = (int32_t)(p & ((1u << PC_INT_PACK_BITS) - 1)),
+            df = (int32_t)(p >> PC_INT_PACK_BITS);
     int32_t t = d & ((1 << PC_INT_TABLE_SHIFT) - 1);
     return f0 - ((df * t + (1 << (PC_INT_TABLE_SHIFT - 1))) >> PC_INT_TABLE_SHIFT);
 }

@@ -46,7 +46,8 @@ static inline float hsum(__m256 v) {
 /* A short tail copied into 8 lanes, padded with -inf (which adds nothing to a max or a sum). */
 static inline __m256 load_tail(const float *x, int64_t left) {
     float buf[W];
-    for (int l = 0; l < W; l++) buf[l] = l < left ? x[l] : -INFINITY;
+    for (int l = 0; l < W; l++)
+        buf[l] = l < left ? x[l] : -INFINITY;
     return _mm256_loadu_ps(buf);
 }
 
@@ -55,7 +56,7 @@ static inline __m256 load_tail(const float *x, int64_t left) {
 static inline __attribute__((always_inline)) float exp_sum(const float *x, int64_t n, float m,
                                                            float ml, int scaled) {
     const __m256 vm = _mm256_set1_ps(scaled ? -ml : m), l2e = _mm256_set1_ps(PC_LOG2E_F);
-#define TERM(v) \
+#define TERM(v)                                                                                    \
     exp2_v(scaled ? _mm256_fmadd_ps(v, l2e, vm) : _mm256_mul_ps(_mm256_sub_ps(v, vm), l2e))
     __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     int64_t i = 0;
@@ -68,8 +69,10 @@ static inline __attribute__((always_inline)) float exp_sum(const float *x, int64
         s2 = _mm256_add_ps(s2, TERM(_mm256_loadu_ps(x + i + 2 * W)));
         s3 = _mm256_add_ps(s3, TERM(_mm256_loadu_ps(x + i + 3 * W)));
     }
-    for (; i + W <= n; i += W) s0 = _mm256_add_ps(s0, TERM(_mm256_loadu_ps(x + i)));
-    if (i < n) s1 = _mm256_add_ps(s1, TERM(load_tail(x + i, n - i)));
+    for (; i + W <= n; i += W)
+        s0 = _mm256_add_ps(s0, TERM(_mm256_loadu_ps(x + i)));
+    if (i < n)
+        s1 = _mm256_add_ps(s1, TERM(load_tail(x + i, n - i)));
 #undef TERM
     return hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
 }
@@ -85,8 +88,10 @@ static void fuse_chunk(const float *x, int64_t n, float *m_out, float *s_out) {
         m2 = _mm256_max_ps(_mm256_loadu_ps(x + i + 2 * W), m2);
         m3 = _mm256_max_ps(_mm256_loadu_ps(x + i + 3 * W), m3);
     }
-    for (; i + W <= n; i += W) m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
-    if (i < n) m1 = _mm256_max_ps(load_tail(x + i, n - i), m1);
+    for (; i + W <= n; i += W)
+        m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+    if (i < n)
+        m1 = _mm256_max_ps(load_tail(x + i, n - i), m1);
     float m = hmax(_mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
     *m_out = m;
     if (m == INFINITY) {
@@ -128,7 +133,8 @@ static void fuse4(const float *x, int64_t n, int64_t stride, float *m_out, float
     float m[4] = {hmax(a0), hmax(a1), hmax(a2), hmax(a3)}, ml[4];
     for (int r = 0; r < 4; r++) {
         if (!(fabsf(m[r]) < 1e38f) && m[r] != -INFINITY) {
-            for (int q = 0; q < 4; q++) fuse_chunk(x + q * stride, n, &m_out[q], &s_out[q]);
+            for (int q = 0; q < 4; q++)
+                fuse_chunk(x + q * stride, n, &m_out[q], &s_out[q]);
             return;
         }
         ml[r] = (m[r] == -INFINITY ? 0.0f : m[r]) * PC_LOG2E_F;
@@ -172,8 +178,10 @@ static void fuse4(const float *x, int64_t n, int64_t stride, float *m_out, float
 static void fuse_rows(const float *x, int64_t rows, int64_t n, int64_t stride, float *m_out,
                       float *s_out) {
     int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) fuse4(x + r * stride, n, stride, m_out + r, s_out + r);
-    for (; r < rows; r++) fuse_chunk(x + r * stride, n, m_out + r, s_out + r);
+    for (; r + 4 <= rows; r += 4)
+        fuse4(x + r * stride, n, stride, m_out + r, s_out + r);
+    for (; r < rows; r++)
+        fuse_chunk(x + r * stride, n, m_out + r, s_out + r);
 }
 
 static void widen(pc_dtype dtype, const uint16_t *src, int64_t n, float *dst) {
@@ -181,13 +189,15 @@ static void widen(pc_dtype dtype, const uint16_t *src, int64_t n, float *dst) {
     if (dtype == PC_F16) {
         for (; i + W <= n; i += W)
             _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
-        for (; i < n; i++) dst[i] = pc_f16_to_f32(src[i]);
+        for (; i < n; i++)
+            dst[i] = pc_f16_to_f32(src[i]);
     } else {
         for (; i + W <= n; i += W) {
             __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + i)));
             _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
         }
-        for (; i < n; i++) dst[i] = pc_bf16_to_f32(src[i]);
+        for (; i < n; i++)
+            dst[i] = pc_bf16_to_f32(src[i]);
     }
 }
 
@@ -219,15 +229,16 @@ static void quantize_f32(const float *x, int64_t n, float m, int32_t *q) {
         /* Out of range and -inf convert to INT32_MIN, which the max lifts to the floor. */
         _mm256_storeu_si256((__m256i *)(q + i), _mm256_max_epi32(_mm256_cvtps_epi32(d), floor));
     }
-    for (; i < n; i++) q[i] = pc_int_from_shifted(x[i] - m);
+    for (; i < n; i++)
+        q[i] = pc_int_from_shifted(x[i] - m);
 }
 
 /* pc_int_lse2 on 8 lanes with one gather of the packed table. */
 static inline __m256i lse2_v(__m256i a, __m256i b, const uint32_t *packed) {
     __m256i hi = _mm256_max_epi32(a, b), lo = _mm256_min_epi32(a, b);
     __m256i d = _mm256_min_epi32(_mm256_sub_epi32(hi, lo), _mm256_set1_epi32(PC_INT_D_MAX));
-    __m256i p = _mm256_i32gather_epi32((const int *)packed,
-                                       _mm256_srli_epi32(d, PC_INT_TABLE_SHIFT), 4);
+    __m256i p =
+        _mm256_i32gather_epi32((const int *)packed, _mm256_srli_epi32(d, PC_INT_TABLE_SHIFT), 4);
     __m256i t = _mm256_and_si256(d, _mm256_set1_epi32((1 << PC_INT_TABLE_SHIFT) - 1));
     __m256i f0 = _mm256_and_si256(p, _mm256_set1_epi32((1 << PC_INT_PACK_BITS) - 1));
     __m256i df = _mm256_srli_epi32(p, PC_INT_PACK_BITS);
@@ -247,7 +258,8 @@ static int32_t int_tree(int32_t *buf, int64_t n, const int32_t *table, const uin
             __m256i b = _mm256_loadu_si256((const __m256i *)(buf + i + rest));
             _mm256_storeu_si256((__m256i *)(buf + i), lse2_v(a, b, packed));
         }
-        for (; i < half; i++) buf[i] = pc_int_lse2(buf[i], buf[i + rest], table);
+        for (; i < half; i++)
+            buf[i] = pc_int_lse2(buf[i], buf[i + rest], table);
         n = rest;
     }
     return buf[0];
@@ -263,9 +275,11 @@ static void exp_shifted(const float *x, int64_t n, float shift, float *out) {
         int outside = _mm256_movemask_ps(
             _mm256_or_ps(_mm256_cmp_ps(t, lo, _CMP_LT_OQ), _mm256_cmp_ps(t, hi, _CMP_GT_OQ)));
         for (int l = 0; outside; l++, outside >>= 1)
-            if (outside & 1) out[i + l] = expf(x[i + l] - shift);
+            if (outside & 1)
+                out[i + l] = expf(x[i + l] - shift);
     }
-    for (; i < n; i++) out[i] = expf(x[i] - shift);
+    for (; i < n; i++)
+        out[i] = expf(x[i] - shift);
 }
 
 static void gemv_t(const float *at, int64_t ins, int64_t outs, const float *e, float *y) {
@@ -294,7 +308,8 @@ static void gemv_t(const float *at, int64_t ins, int64_t outs, const float *e, f
     }
     for (; j < outs; j++) {
         float a = 0.0f;
-        for (int64_t k = 0; k < ins; k++) a += at[k * outs + j] * e[k];
+        for (int64_t k = 0; k < ins; k++)
+            a += at[k * outs + j] * e[k];
         y[j] = a;
     }
 }
@@ -304,8 +319,8 @@ static __m256i lane_tree(__m256i *v, int64_t n, const uint32_t *packed) {
     while (n > 1) {
         int64_t half = n / 2, rest = n - half;
         for (int64_t i = 0; i < half; i++)
-            _mm256_storeu_si256(v + i, lse2_v(_mm256_loadu_si256(v + i),
-                                              _mm256_loadu_si256(v + i + rest), packed));
+            _mm256_storeu_si256(
+                v + i, lse2_v(_mm256_loadu_si256(v + i), _mm256_loadu_si256(v + i + rest), packed));
         n = rest;
     }
     return _mm256_loadu_si256(v);
@@ -321,9 +336,10 @@ static void int_terms_t(const int32_t *wqt, int64_t ins, int64_t outs, const int
         for (int64_t c0 = 0; c0 < ins; c0 += PC_CPU_INT_CHUNK) {
             int64_t len = ins - c0 < PC_CPU_INT_CHUNK ? ins - c0 : PC_CPU_INT_CHUNK;
             for (int64_t i = 0; i < len; i++)
-                _mm256_storeu_si256(buf + i, _mm256_add_epi32(
-                    _mm256_loadu_si256((const __m256i *)(wqt + (c0 + i) * outs + j)),
-                    _mm256_set1_epi32(xq[c0 + i])));
+                _mm256_storeu_si256(
+                    buf + i, _mm256_add_epi32(
+                                 _mm256_loadu_si256((const __m256i *)(wqt + (c0 + i) * outs + j)),
+                                 _mm256_set1_epi32(xq[c0 + i])));
             _mm256_storeu_si256(res + nc++, lane_tree(buf, len, packed));
         }
         _mm256_storeu_si256((__m256i *)(q + j), lane_tree(res, nc, packed));
@@ -334,7 +350,8 @@ static void int_terms_t(const int32_t *wqt, int64_t ins, int64_t outs, const int
         int64_t nc = 0;
         for (int64_t c0 = 0; c0 < ins; c0 += PC_CPU_INT_CHUNK) {
             int64_t len = ins - c0 < PC_CPU_INT_CHUNK ? ins - c0 : PC_CPU_INT_CHUNK;
-            for (int64_t i = 0; i < len; i++) sbuf[i] = wqt[(c0 + i) * outs + j] + xq[c0 + i];
+            for (int64_t i = 0; i < len; i++)
+                sbuf[i] = wqt[(c0 + i) * outs + j] + xq[c0 + i];
             sres[nc++] = int_tree(sbuf, len, table, packed);
         }
         q[j] = int_tree(sres, nc, table, packed);

@@ -35,8 +35,10 @@ static float max_pass(const float *x, int64_t n) {
         m2 = _mm512_max_ps(_mm512_loadu_ps(x + i + 2 * W), m2);
         m3 = _mm512_max_ps(_mm512_loadu_ps(x + i + 3 * W), m3);
     }
-    for (; i + W <= n; i += W) m0 = _mm512_max_ps(_mm512_loadu_ps(x + i), m0);
-    if (i < n) m1 = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, tail_mask(n - i), x + i), m1);
+    for (; i + W <= n; i += W)
+        m0 = _mm512_max_ps(_mm512_loadu_ps(x + i), m0);
+    if (i < n)
+        m1 = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, tail_mask(n - i), x + i), m1);
     return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
 }
 
@@ -47,7 +49,7 @@ static inline __attribute__((always_inline)) float exp_sum(const float *x, int64
                                                            float ml, int scaled) {
     const __m512 vm = _mm512_set1_ps(scaled ? -ml : m), l2e = _mm512_set1_ps(PC_LOG2E_F);
     const __m512 ninf = _mm512_set1_ps(-INFINITY);
-#define TERM(v) \
+#define TERM(v)                                                                                    \
     exp2_v(scaled ? _mm512_fmadd_ps(v, l2e, vm) : _mm512_mul_ps(_mm512_sub_ps(v, vm), l2e))
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     int64_t i = 0;
@@ -62,8 +64,10 @@ static inline __attribute__((always_inline)) float exp_sum(const float *x, int64
         s2 = _mm512_add_ps(s2, TERM(_mm512_loadu_ps(x + i + 2 * W)));
         s3 = _mm512_add_ps(s3, TERM(_mm512_loadu_ps(x + i + 3 * W)));
     }
-    for (; i + W <= n; i += W) s0 = _mm512_add_ps(s0, TERM(_mm512_loadu_ps(x + i)));
-    if (i < n) s1 = _mm512_add_ps(s1, TERM(_mm512_mask_loadu_ps(ninf, tail_mask(n - i), x + i)));
+    for (; i + W <= n; i += W)
+        s0 = _mm512_add_ps(s0, TERM(_mm512_loadu_ps(x + i)));
+    if (i < n)
+        s1 = _mm512_add_ps(s1, TERM(_mm512_mask_loadu_ps(ninf, tail_mask(n - i), x + i)));
 #undef TERM
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
 }
@@ -111,7 +115,8 @@ static void fuse4(const float *x, int64_t n, int64_t stride, float *m_out, float
     float ml[4];
     for (int r = 0; r < 4; r++) {
         if (!(fabsf(m[r]) < 1e38f) && m[r] != -INFINITY) {
-            for (int q = 0; q < 4; q++) fuse_chunk(x + q * stride, n, &m_out[q], &s_out[q]);
+            for (int q = 0; q < 4; q++)
+                fuse_chunk(x + q * stride, n, &m_out[q], &s_out[q]);
             return;
         }
         ml[r] = (m[r] == -INFINITY ? 0.0f : m[r]) * PC_LOG2E_F;
@@ -134,10 +139,14 @@ static void fuse4(const float *x, int64_t n, int64_t stride, float *m_out, float
         s3 = _mm512_add_ps(s3, exp2_v(_mm512_fmadd_ps(_mm512_loadu_ps(r3 + i), l2e, v3)));
     }
     if (k) {
-        s0 = _mm512_add_ps(s0, exp2_v(_mm512_fmadd_ps(_mm512_mask_loadu_ps(ninf, k, r0 + i), l2e, v0)));
-        s1 = _mm512_add_ps(s1, exp2_v(_mm512_fmadd_ps(_mm512_mask_loadu_ps(ninf, k, r1 + i), l2e, v1)));
-        s2 = _mm512_add_ps(s2, exp2_v(_mm512_fmadd_ps(_mm512_mask_loadu_ps(ninf, k, r2 + i), l2e, v2)));
-        s3 = _mm512_add_ps(s3, exp2_v(_mm512_fmadd_ps(_mm512_mask_loadu_ps(ninf, k, r3 + i), l2e, v3)));
+        s0 = _mm512_add_ps(s0,
+                           exp2_v(_mm512_fmadd_ps(_mm512_mask_loadu_ps(ninf, k, r0 + i), l2e, v0)));
+        s1 = _mm512_add_ps(s1,
+                           exp2_v(_mm512_fmadd_ps(_mm512_mask_loadu_ps(ninf, k, r1 + i), l2e, v1)));
+        s2 = _mm512_add_ps(s2,
+                           exp2_v(_mm512_fmadd_ps(_mm512_mask_loadu_ps(ninf, k, r2 + i), l2e, v2)));
+        s3 = _mm512_add_ps(s3,
+                           exp2_v(_mm512_fmadd_ps(_mm512_mask_loadu_ps(ninf, k, r3 + i), l2e, v3)));
     }
     float s[4] = {_mm512_reduce_add_ps(s0), _mm512_reduce_add_ps(s1), _mm512_reduce_add_ps(s2),
                   _mm512_reduce_add_ps(s3)};
@@ -153,12 +162,15 @@ static void fuse4(const float *x, int64_t n, int64_t stride, float *m_out, float
 static void fuse_rows(const float *x, int64_t rows, int64_t n, int64_t stride, float *m_out,
                       float *s_out) {
     int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) fuse4(x + r * stride, n, stride, m_out + r, s_out + r);
-    for (; r < rows; r++) fuse_chunk(x + r * stride, n, m_out + r, s_out + r);
+    for (; r + 4 <= rows; r += 4)
+        fuse4(x + r * stride, n, stride, m_out + r, s_out + r);
+    for (; r < rows; r++)
+        fuse_chunk(x + r * stride, n, m_out + r, s_out + r);
 }
 
 static inline __m512 widen16(pc_dtype dtype, __m256i h) {
-    if (dtype == PC_F16) return _mm512_cvtph_ps(h);
+    if (dtype == PC_F16)
+        return _mm512_cvtph_ps(h);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
@@ -201,7 +213,8 @@ static inline __m512i quantize16(__m512 x, __m512 m) {
 static void quantize_f32(const float *x, int64_t n, float m, int32_t *q) {
     const __m512 vm = _mm512_set1_ps(m);
     int64_t i = 0;
-    for (; i + W <= n; i += W) _mm512_storeu_si512(q + i, quantize16(_mm512_loadu_ps(x + i), vm));
+    for (; i + W <= n; i += W)
+        _mm512_storeu_si512(q + i, quantize16(_mm512_loadu_ps(x + i), vm));
     if (i < n) {
         __mmask16 k = tail_mask(n - i);
         _mm512_mask_storeu_epi32(q + i, k, quantize16(_mm512_maskz_loadu_ps(k, x + i), vm));
@@ -238,7 +251,8 @@ static int32_t int_tree(int32_t *buf, int64_t n, const int32_t *table, const uin
             _mm512_mask_storeu_epi32(buf + i, k, lse2_v(a, b, packed));
         } else {
             /* A few pairs: scalar steps have less latency than a gather (same integers). */
-            for (; i < half; i++) buf[i] = pc_int_lse2(buf[i], buf[i + rest], table);
+            for (; i < half; i++)
+                buf[i] = pc_int_lse2(buf[i], buf[i + rest], table);
         }
         n = rest;
     }
@@ -249,7 +263,8 @@ static void exp_shifted(const float *x, int64_t n, float shift, float *out) {
     const __m512 vs = _mm512_set1_ps(shift), l2e = _mm512_set1_ps(PC_LOG2E_F);
     int64_t i = 0;
     for (; i + W <= n; i += W)
-        _mm512_storeu_ps(out + i, exp2_v(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vs), l2e)));
+        _mm512_storeu_ps(out + i,
+                         exp2_v(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vs), l2e)));
     if (i < n) {
         __mmask16 k = tail_mask(n - i);
         __m512 t = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vs), l2e);
@@ -263,13 +278,16 @@ static void gemv_t(const float *at, int64_t ins, int64_t outs, const float *e, f
      * two FMAs per cycle; then 64, then 16 at a time. */
     for (; j + 8 * W <= outs; j += 8 * W) {
         __m512 a[8];
-        for (int u = 0; u < 8; u++) a[u] = _mm512_setzero_ps();
+        for (int u = 0; u < 8; u++)
+            a[u] = _mm512_setzero_ps();
         for (int64_t k = 0; k < ins; k++) {
             const float *row = at + k * outs + j;
             __m512 ek = _mm512_set1_ps(e[k]);
-            for (int u = 0; u < 8; u++) a[u] = _mm512_fmadd_ps(_mm512_loadu_ps(row + u * W), ek, a[u]);
+            for (int u = 0; u < 8; u++)
+                a[u] = _mm512_fmadd_ps(_mm512_loadu_ps(row + u * W), ek, a[u]);
         }
-        for (int u = 0; u < 8; u++) _mm512_storeu_ps(y + j + u * W, a[u]);
+        for (int u = 0; u < 8; u++)
+            _mm512_storeu_ps(y + j + u * W, a[u]);
     }
     for (; j + 4 * W <= outs; j += 4 * W) {
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -290,7 +308,8 @@ static void gemv_t(const float *at, int64_t ins, int64_t outs, const float *e, f
         __mmask16 m = outs - j < W ? tail_mask(outs - j) : 0xffff;
         __m512 a = _mm512_setzero_ps();
         for (int64_t k = 0; k < ins; k++)
-            a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, at + k * outs + j), _mm512_set1_ps(e[k]), a);
+            a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, at + k * outs + j), _mm512_set1_ps(e[k]),
+                                a);
         _mm512_mask_storeu_ps(y + j, m, a);
     }
 }
@@ -300,8 +319,8 @@ static __m512i lane_tree(__m512i *v, int64_t n, const uint32_t *packed) {
     while (n > 1) {
         int64_t half = n / 2, rest = n - half;
         for (int64_t i = 0; i < half; i++)
-            _mm512_storeu_si512(v + i, lse2_v(_mm512_loadu_si512(v + i),
-                                              _mm512_loadu_si512(v + i + rest), packed));
+            _mm512_storeu_si512(
+                v + i, lse2_v(_mm512_loadu_si512(v + i), _mm512_loadu_si512(v + i + rest), packed));
         n = rest;
     }
     return _mm512_loadu_si512(v);
@@ -319,9 +338,10 @@ static void int_terms_t(const int32_t *wqt, int64_t ins, int64_t outs, const int
         for (int64_t c0 = 0; c0 < ins; c0 += PC_CPU_INT_CHUNK) {
             int64_t len = ins - c0 < PC_CPU_INT_CHUNK ? ins - c0 : PC_CPU_INT_CHUNK;
             for (int64_t i = 0; i < len; i++)
-                _mm512_storeu_si512(buf + i, _mm512_maskz_add_epi32(
-                    m, _mm512_maskz_loadu_epi32(m, wqt + (c0 + i) * outs + j),
-                    _mm512_set1_epi32(xq[c0 + i])));
+                _mm512_storeu_si512(buf + i,
+                                    _mm512_maskz_add_epi32(
+                                        m, _mm512_maskz_loadu_epi32(m, wqt + (c0 + i) * outs + j),
+                                        _mm512_set1_epi32(xq[c0 + i])));
             _mm512_storeu_si512(res + nc++, lane_tree(buf, len, packed));
         }
         _mm512_mask_storeu_epi32(q + j, m, lane_tree(res, nc, packed));

@@ -10,16 +10,20 @@
 static void decode(pc_dtype dtype, const void *x, int64_t i0, int64_t n, double *out) {
     switch (dtype) {
     case PC_F32:
-        for (int64_t i = 0; i < n; i++) out[i] = ((const float *)x)[i0 + i];
+        for (int64_t i = 0; i < n; i++)
+            out[i] = ((const float *)x)[i0 + i];
         break;
     case PC_F16:
-        for (int64_t i = 0; i < n; i++) out[i] = pc_f16_to_f32(((const uint16_t *)x)[i0 + i]);
+        for (int64_t i = 0; i < n; i++)
+            out[i] = pc_f16_to_f32(((const uint16_t *)x)[i0 + i]);
         break;
     case PC_BF16:
-        for (int64_t i = 0; i < n; i++) out[i] = pc_bf16_to_f32(((const uint16_t *)x)[i0 + i]);
+        for (int64_t i = 0; i < n; i++)
+            out[i] = pc_bf16_to_f32(((const uint16_t *)x)[i0 + i]);
         break;
     case PC_Q10_6:
-        for (int64_t i = 0; i < n; i++) out[i] = pc_q10_6_to_f64(((const int16_t *)x)[i0 + i]);
+        for (int64_t i = 0; i < n; i++)
+            out[i] = pc_q10_6_to_f64(((const int16_t *)x)[i0 + i]);
         break;
     }
 }
@@ -37,7 +41,8 @@ static void load(const ref_src *src, int64_t i0, int64_t n, double *out) {
         return;
     }
     const float *w = src->w + i0, *x = (const float *)src->x + i0;
-    for (int64_t i = 0; i < n; i++) out[i] = (double)w[i] + (double)x[i];
+    for (int64_t i = 0; i < n; i++)
+        out[i] = (double)w[i] + (double)x[i];
 }
 
 static double ref_lse(const ref_src *src, int64_t n) {
@@ -52,8 +57,10 @@ static double ref_lse(const ref_src *src, int64_t n) {
             m = buf[i] > m ? buf[i] : m;
         }
     }
-    if (nan) return NAN;
-    if (m == INFINITY || m == -INFINITY) return m; /* any +inf, or empty / all -inf */
+    if (nan)
+        return NAN;
+    if (m == INFINITY || m == -INFINITY)
+        return m; /* any +inf, or empty / all -inf */
     double sum = 0.0, comp = 0.0;
     for (int64_t i0 = 0; i0 < n; i0 += REF_BLOCK) {
         int64_t len = n - i0 < REF_BLOCK ? n - i0 : REF_BLOCK;

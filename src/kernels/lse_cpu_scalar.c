@@ -33,9 +33,11 @@ static void fuse_chunk(const float *x, int64_t n, float *m_out, float *s_out) {
 
 static void widen(pc_dtype dtype, const uint16_t *src, int64_t n, float *dst) {
     if (dtype == PC_F16)
-        for (int64_t i = 0; i < n; i++) dst[i] = pc_f16_to_f32(src[i]);
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = pc_f16_to_f32(src[i]);
     else
-        for (int64_t i = 0; i < n; i++) dst[i] = pc_bf16_to_f32(src[i]);
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = pc_bf16_to_f32(src[i]);
 }
 
 static void max_f32(const float *x, int64_t n, float *m_out, int *has_nan) {
@@ -61,7 +63,8 @@ static inline int32_t from_shifted(float d) {
 }
 
 static void quantize_f32(const float *x, int64_t n, float m, int32_t *q) {
-    for (int64_t i = 0; i < n; i++) q[i] = from_shifted(x[i] - m);
+    for (int64_t i = 0; i < n; i++)
+        q[i] = from_shifted(x[i] - m);
 }
 
 static int32_t int_tree(int32_t *buf, int64_t n, const int32_t *table, const uint32_t *packed) {
@@ -70,13 +73,16 @@ static int32_t int_tree(int32_t *buf, int64_t n, const int32_t *table, const uin
 }
 
 static void exp_shifted(const float *x, int64_t n, float shift, float *out) {
-    for (int64_t i = 0; i < n; i++) out[i] = expf(x[i] - shift);
+    for (int64_t i = 0; i < n; i++)
+        out[i] = expf(x[i] - shift);
 }
 
 static void gemv_t(const float *at, int64_t ins, int64_t outs, const float *e, float *y) {
-    for (int64_t j = 0; j < outs; j++) y[j] = 0.0f;
+    for (int64_t j = 0; j < outs; j++)
+        y[j] = 0.0f;
     for (int64_t k = 0; k < ins; k++)
-        for (int64_t j = 0; j < outs; j++) y[j] += at[k * outs + j] * e[k];
+        for (int64_t j = 0; j < outs; j++)
+            y[j] += at[k * outs + j] * e[k];
 }
 
 static void int_terms_t(const int32_t *wqt, int64_t ins, int64_t outs, const int32_t *xq,
@@ -88,7 +94,8 @@ static void int_terms_t(const int32_t *wqt, int64_t ins, int64_t outs, const int
         int64_t nc = 0;
         for (int64_t c0 = 0; c0 < ins; c0 += PC_CPU_INT_CHUNK) {
             int64_t len = ins - c0 < PC_CPU_INT_CHUNK ? ins - c0 : PC_CPU_INT_CHUNK;
-            for (int64_t i = 0; i < len; i++) buf[i] = wqt[(c0 + i) * outs + j] + xq[c0 + i];
+            for (int64_t i = 0; i < len; i++)
+                buf[i] = wqt[(c0 + i) * outs + j] + xq[c0 + i];
             res[nc++] = pc_int_tree(buf, len, table);
         }
         q[j] = pc_int_tree(res, nc, table);

@@ -65,26 +65,35 @@ static void weighted_one(const void *ctx, int64_t b, void *scratch) {
         int ok = !all_ref && !c->wbad[j];
         if (ok && c->kernel == PC_LSE_FUSE) {
             ok = y[j] >= FUSE_DOT_MIN;
-            if (ok) ob[j] = (m + c->wmax[j]) + logf(y[j]);
+            if (ok)
+                ob[j] = (m + c->wmax[j]) + logf(y[j]);
         } else if (ok) {
             ok = q[j] >= INT_FLOOR_MARGIN;
-            if (ok) ob[j] = (float)((double)m + c->wmax[j] + (double)q[j] * PC_INT_UNIT_NATS);
+            if (ok)
+                ob[j] = (float)((double)m + c->wmax[j] + (double)q[j] * PC_INT_UNIT_NATS);
         }
-        if (!ok) ob[j] = (float)pc_lse_ref_weighted_one(c->w + j * c->ins, xb, c->ins);
+        if (!ok)
+            ob[j] = (float)pc_lse_ref_weighted_one(c->w + j * c->ins, xb, c->ins);
     }
 }
 
 static pc_status check_weighted(const float *w, const float *x, int64_t batch, int64_t outs,
                                 int64_t ins, int64_t x_stride, const void *out) {
-    if (batch < 0) return pc_fail(PC_ERR_ARG, "batch = %lld is negative", (long long)batch);
-    if (outs < 0) return pc_fail(PC_ERR_ARG, "outs = %lld is negative", (long long)outs);
-    if (ins < 0) return pc_fail(PC_ERR_ARG, "ins = %lld is negative", (long long)ins);
+    if (batch < 0)
+        return pc_fail(PC_ERR_ARG, "batch = %lld is negative", (long long)batch);
+    if (outs < 0)
+        return pc_fail(PC_ERR_ARG, "outs = %lld is negative", (long long)outs);
+    if (ins < 0)
+        return pc_fail(PC_ERR_ARG, "ins = %lld is negative", (long long)ins);
     if (x_stride < ins)
-        return pc_fail(PC_ERR_ARG, "x_stride = %lld is less than ins = %lld",
-                       (long long)x_stride, (long long)ins);
-    if (!w) return pc_fail(PC_ERR_ARG, "w is NULL");
-    if (!x) return pc_fail(PC_ERR_ARG, "x is NULL");
-    if (!out) return pc_fail(PC_ERR_ARG, "out is NULL");
+        return pc_fail(PC_ERR_ARG, "x_stride = %lld is less than ins = %lld", (long long)x_stride,
+                       (long long)ins);
+    if (!w)
+        return pc_fail(PC_ERR_ARG, "w is NULL");
+    if (!x)
+        return pc_fail(PC_ERR_ARG, "x is NULL");
+    if (!out)
+        return pc_fail(PC_ERR_ARG, "out is NULL");
     return PC_OK;
 }
 
@@ -94,12 +103,20 @@ pc_status pc_lse_weighted(pc_lse_kernel kernel, const float *w, const float *x, 
     if (kernel < PC_LSE_REF || kernel > PC_LSE_INT)
         return pc_fail(PC_ERR_ARG, "kernel = %d is not a pc_lse_kernel", (int)kernel);
     pc_status st = check_weighted(w, x, batch, outs, ins, x_stride, out);
-    if (st != PC_OK) return st;
-    weighted_ctx c = {.kernel = kernel, .w = w, .x = x, .outs = outs, .ins = ins,
-                      .x_stride = x_stride, .out = out};
+    if (st != PC_OK)
+        return st;
+    weighted_ctx c = {.kernel = kernel,
+                      .w = w,
+                      .x = x,
+                      .outs = outs,
+                      .ins = ins,
+                      .x_stride = x_stride,
+                      .out = out};
     int threads;
-    if ((st = pc_lse_cpu_resolve(opts, &c.impl, &threads)) != PC_OK) return st;
-    if (batch == 0 || outs == 0) return PC_OK;
+    if ((st = pc_lse_cpu_resolve(opts, &c.impl, &threads)) != PC_OK)
+        return st;
+    if (batch == 0 || outs == 0)
+        return PC_OK;
     c.table = pc_lse_int_table(&c.packed);
 
     /* Per-call weight preparation: [outs] maxima and flags, [ins, outs] exps or integers
@@ -111,21 +128,24 @@ pc_status pc_lse_weighted(pc_lse_kernel kernel, const float *w, const float *x, 
     float *row = malloc(sizeof(float) * (size_t)(ins ? ins : 1));
     if (!wmax || !wbad || !wprep || !row) {
         free(wmax), free(wbad), free(wprep), free(row);
-        return pc_fail(PC_ERR_NOMEM, "weighted LSE: weight tables for %lld x %lld",
-                       (long long)outs, (long long)ins);
+        return pc_fail(PC_ERR_NOMEM, "weighted LSE: weight tables for %lld x %lld", (long long)outs,
+                       (long long)ins);
     }
     for (int64_t j = 0; j < outs; j++) {
         const float *wj = w + j * ins;
         int nan;
         c.impl->max_f32(wj, ins, &wmax[j], &nan);
         wbad[j] = nan || wmax[j] == INFINITY || wmax[j] == -INFINITY;
-        if (wbad[j] || kernel == PC_LSE_REF) continue; /* its column stays 0, never used */
+        if (wbad[j] || kernel == PC_LSE_REF)
+            continue; /* its column stays 0, never used */
         if (kernel == PC_LSE_FUSE) {
             c.impl->exp_shifted(wj, ins, wmax[j], row);
-            for (int64_t k = 0; k < ins; k++) ((float *)wprep)[k * outs + j] = row[k];
+            for (int64_t k = 0; k < ins; k++)
+                ((float *)wprep)[k * outs + j] = row[k];
         } else {
             c.impl->quantize_f32(wj, ins, wmax[j], (int32_t *)row);
-            for (int64_t k = 0; k < ins; k++) ((int32_t *)wprep)[k * outs + j] = ((int32_t *)row)[k];
+            for (int64_t k = 0; k < ins; k++)
+                ((int32_t *)wprep)[k * outs + j] = ((int32_t *)row)[k];
         }
     }
     free(row);
@@ -139,7 +159,8 @@ pc_status pc_lse_weighted(pc_lse_kernel kernel, const float *w, const float *x, 
 pc_status pc_lse_weighted_ref(const float *w, const float *x, int64_t batch, int64_t outs,
                               int64_t ins, int64_t x_stride, double *out) {
     pc_status st = check_weighted(w, x, batch, outs, ins, x_stride, out);
-    if (st != PC_OK) return st;
+    if (st != PC_OK)
+        return st;
     for (int64_t b = 0; b < batch; b++)
         for (int64_t j = 0; j < outs; j++)
             out[b * outs + j] = pc_lse_ref_weighted_one(w + j * ins, x + b * x_stride, ins);

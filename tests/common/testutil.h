@@ -61,9 +61,10 @@ int pc_test_gpu_present(void);
 /* Without a GPU: prints why and exits 77, which ctest counts as skipped. */
 void pc_test_require_gpu_or_exit(const char *program);
 /* Inside a cmocka test: skip the test when there is no GPU. */
-#define PC_TEST_REQUIRE_GPU()                 \
-    do {                                      \
-        if (!pc_test_gpu_present()) skip();   \
+#define PC_TEST_REQUIRE_GPU()                                                                      \
+    do {                                                                                           \
+        if (!pc_test_gpu_present())                                                                \
+            skip();                                                                                \
     } while (0)
 
 #endif
