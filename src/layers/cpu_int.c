@@ -59,10 +59,7 @@ static pc_status int_create(const pc_circuit *c, const pc_eval_opts *opts, void 
     s->c = c;
     s->threads = pc_cpu_threads(opts->threads);
     s->block = pc_cpu_block_size(c, sizeof(int32_t));
-    pc_int_table_fill(s->table);
-    for (int i = 0; i < PC_CPU_INT_PACKED_LEN; i++)
-        s->packed[i] = (uint32_t)s->table[i] |
-                       ((uint32_t)(s->table[i] - s->table[i + 1]) << PC_CPU_INT_PACK_BITS);
+    s->table = pc_lse_int_table(&s->packed);
     s->k_pad = (K + PC_INT_LANES - 1) / PC_INT_LANES * PC_INT_LANES;
     pc_isa isa = pc_cpu_eval_isa();
     s->kernel = isa == PC_ISA_AVX512 ? pc_cpu_int_block_avx512

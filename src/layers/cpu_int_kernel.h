@@ -17,7 +17,7 @@
 #ifndef PC_INT_TREE_STEP
 static inline int32_t lse2_lane(int32_t a, int32_t b, const uint32_t *packed) {
     int32_t hi = a > b ? a : b, lo = a > b ? b : a;
-    return hi + pc_cpu_int_correction(hi - lo, packed);
+    return hi + pc_int_correction_packed(hi - lo, packed);
 }
 
 /* a[j] = lse2(a[j], o[j]) for j < n (n a multiple of PC_INT_LANES); files built for an
