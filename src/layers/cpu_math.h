@@ -6,19 +6,8 @@
 
 #include <float.h>
 #include <stdint.h>
-#include <string.h>
 
-static inline uint32_t pc_cpu_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static inline float pc_cpu_float(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
+#include "kernels/lse_cpu.h" /* pc_f32_to_bits, pc_bits_to_f32 */
 
 /* 2^t for t in [-100, 0]: k = round(t), f = t - k in [-1/2, 1/2], the degree-6 Taylor
  * polynomial of 2^f (truncation <= 1.7e-7 relative, about one ulp: a degree-5 one errs by up
@@ -35,7 +24,7 @@ static inline float exp2_deg6(float t) {
     p = p * f + 2.4022650695910071e-1f;
     p = p * f + 6.9314718055994531e-1f;
     p = p * f + 1.0f;
-    return pc_cpu_float(pc_cpu_bits(p) + ((uint32_t)(int32_t)k << 23));
+    return pc_bits_to_f32(pc_f32_to_bits(p) + ((uint32_t)(int32_t)k << 23));
 }
 
 /* e^x for x <= 0 or -inf (never NaN): exp2 of x log2(e) by exp2_deg6 (about 1 ulp). Terms below 2^-100
@@ -47,10 +36,10 @@ static inline float pc_cpu_exp_nonpos(float x) {
      * compiler keeps the loop branch-free and vectorises it (a float compare here would be
      * turned into a branch under the default -ftrapping-math). */
     const uint32_t lim = 0xC2C80000u; /* -100.0f */
-    uint32_t tb = pc_cpu_bits(x * 1.4426950408889634f /* log2(e) */);
-    float e = exp2_deg6(pc_cpu_float(tb < lim ? tb : lim));
+    uint32_t tb = pc_f32_to_bits(x * 1.4426950408889634f /* log2(e) */);
+    float e = exp2_deg6(pc_bits_to_f32(tb < lim ? tb : lim));
     uint32_t keep = 0u - (uint32_t)(tb <= lim);
-    return pc_cpu_float(pc_cpu_bits(e) & keep);
+    return pc_bits_to_f32(pc_f32_to_bits(e) & keep);
 }
 
 /* Natural log of a normal positive float (FLT_MIN <= x < inf), ~1e-7 relative:
@@ -60,11 +49,11 @@ static inline float pc_cpu_exp_nonpos(float x) {
 static inline float pc_cpu_log_normal(float x) {
     /* Integer steps only, for the same reason as in pc_cpu_exp_nonpos: mb holds m in [1, 2);
      * past sqrt(2) (0x3FB504F3) halve it by lowering its exponent and raise e. */
-    uint32_t bits = pc_cpu_bits(x);
+    uint32_t bits = pc_f32_to_bits(x);
     uint32_t mb = (bits & 0x007fffffu) | 0x3f800000u;
     uint32_t big = mb > 0x3FB504F3u;
     int32_t e = (int32_t)(bits >> 23) - 127 + (int32_t)big;
-    float m = pc_cpu_float(mb - (big << 23));
+    float m = pc_bits_to_f32(mb - (big << 23));
     float u = (m - 1.0f) / (m + 1.0f), u2 = u * u;
     float p = 1.0f / 9.0f;
     p = p * u2 + 1.0f / 7.0f;
