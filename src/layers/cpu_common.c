@@ -47,6 +47,37 @@ int64_t pc_cpu_block_size(const pc_circuit *c, size_t bytes_per_value) {
     return b < 1 ? 1 : b > 64 ? 64 : b;
 }
 
+int pc_cpu_thread_bufs_alloc(pc_cpu_thread_bufs *b, int threads, size_t scratch_bytes,
+                             size_t num_offsets, size_t wide_bytes) {
+    b->scratch = calloc((size_t)threads, sizeof *b->scratch);
+    b->offsets = calloc((size_t)threads, sizeof *b->offsets);
+    b->wide = calloc((size_t)threads, sizeof *b->wide);
+    int ok = b->scratch && b->offsets && b->wide;
+    for (int t = 0; ok && t < threads; t++) {
+        b->scratch[t] = malloc(scratch_bytes);
+        b->offsets[t] = malloc(num_offsets * sizeof(double));
+        b->wide[t] = malloc(wide_bytes);
+        ok = b->scratch[t] && b->offsets[t] && b->wide[t];
+    }
+    return ok;
+}
+
+void pc_cpu_thread_bufs_free(pc_cpu_thread_bufs *b, int threads) {
+    for (int t = 0; t < threads; t++) {
+        if (b->scratch) free(b->scratch[t]);
+        if (b->offsets) free(b->offsets[t]);
+        if (b->wide) free(b->wide[t]);
+    }
+    free(b->scratch);
+    free(b->offsets);
+    free(b->wide);
+}
+
+size_t pc_cpu_peak_device_bytes(const void *state) {
+    (void)state;
+    return 0;
+}
+
 void pc_cpu_run_blocks(void *state, pc_cpu_block_fn fn, int threads, int64_t block,
                        int32_t width, const uint8_t *x, const uint8_t *missing, int64_t n,
                        double *logp) {

@@ -28,6 +28,26 @@ int pc_cpu_threads(int requested);
  * within about 1 MiB (half this machine class's L2): at least 1, at most 64. */
 int64_t pc_cpu_block_size(const pc_circuit *c, size_t bytes_per_value);
 
+/* Per-thread buffers of the block kernels that keep values relative to FP64 offsets (cpu-fuse,
+ * cpu): for thread t, scratch[t] holds the node values msg [G, B, K] and the kernel's
+ * temporaries, offsets[t] the offsets moff [G, B], wide[t] the product sums P [K]. The element
+ * types are each kernel's own, hence void. */
+typedef struct pc_cpu_thread_bufs {
+    void **scratch;
+    double **offsets;
+    void **wide;
+} pc_cpu_thread_bufs;
+
+/* Allocates each of `threads` threads scratch_bytes, num_offsets doubles and wide_bytes; 0 when
+ * memory runs out (what was had is then freed by pc_cpu_thread_bufs_free, which takes a
+ * zeroed or partly filled struct). */
+int pc_cpu_thread_bufs_alloc(pc_cpu_thread_bufs *b, int threads, size_t scratch_bytes,
+                             size_t num_offsets, size_t wide_bytes);
+void pc_cpu_thread_bufs_free(pc_cpu_thread_bufs *b, int threads);
+
+/* peak_device_bytes of the CPU backends: they use no device memory. */
+size_t pc_cpu_peak_device_bytes(const void *state);
+
 /* Scores n samples block by block across `threads` OpenMP threads. fn(state, t, ...) scores
  * one block of nb <= block samples with thread t's scratch. Blocks cannot fail: data and
  * buffers are checked before. */

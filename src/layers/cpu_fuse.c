@@ -29,14 +29,7 @@ typedef pc_cpu_fuse_state fuse_state;
 static void fuse_destroy(void *p) {
     fuse_state *s = p;
     if (!s) return;
-    for (int t = 0; t < s->threads; t++) {
-        if (s->scratch) free(s->scratch[t]);
-        if (s->offsets) free(s->offsets[t]);
-        if (s->wide) free(s->wide[t]);
-    }
-    free(s->wide);
-    free(s->scratch);
-    free(s->offsets);
+    pc_cpu_thread_bufs_free(&s->bufs, s->threads);
     free(s->in_rel);
     free(s->in_off);
     free(s->w_t);
@@ -61,18 +54,11 @@ static pc_status fuse_create(const pc_circuit *c, const pc_eval_opts *opts, void
     s->k_pad = (K + PC_FUSE_TILE - 1) / PC_FUSE_TILE * PC_FUSE_TILE;
     s->w_t = calloc((size_t)(T > 0 ? T * K * s->k_pad : 1), sizeof(float));
     s->root_exp = malloc((size_t)K * sizeof(float));
-    s->scratch = calloc((size_t)s->threads, sizeof *s->scratch);
-    s->offsets = calloc((size_t)s->threads, sizeof *s->offsets);
-    s->wide = calloc((size_t)s->threads, sizeof *s->wide);
     double *row = malloc((size_t)K * sizeof(double));
-    int ok = s->in_rel && s->in_off && s->w_t && s->root_exp && s->scratch && s->offsets && s->wide &&
-             row;
-    for (int t = 0; ok && t < s->threads; t++) {
-        s->scratch[t] = malloc((size_t)((G * s->block + 2) * K + s->k_pad) * sizeof(float));
-        s->offsets[t] = malloc((size_t)(G * s->block) * sizeof(double));
-        s->wide[t] = malloc((size_t)K * sizeof(double));
-        ok = s->scratch[t] && s->offsets[t] && s->wide[t];
-    }
+    int ok = s->in_rel && s->in_off && s->w_t && s->root_exp && row &&
+             pc_cpu_thread_bufs_alloc(&s->bufs, s->threads,
+                                      (size_t)((G * s->block + 2) * K + s->k_pad) * sizeof(float),
+                                      (size_t)(G * s->block), (size_t)K * sizeof(double));
     if (!ok) {
         free(row);
         fuse_destroy(s);
@@ -101,10 +87,5 @@ static pc_status fuse_evaluate(void *p, const uint8_t *x, const uint8_t *missing
     return PC_OK;
 }
 
-static size_t fuse_peak(const void *p) {
-    (void)p;
-    return 0;
-}
-
-const pc_backend_ops pc_backend_cpu_fuse_ops = {fuse_create, fuse_evaluate, fuse_peak,
-                                                fuse_destroy};
+const pc_backend_ops pc_backend_cpu_fuse_ops = {fuse_create, fuse_evaluate,
+                                                pc_cpu_peak_device_bytes, fuse_destroy};

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "layers/cpu_common.h"
 #include "pc/circuit.h"
 
 /* Outputs of a sum layer computed together in registers: one AVX-512 vector, two AVX2 ones. */
@@ -19,9 +20,8 @@ typedef struct pc_cpu_fuse_state {
     float *w_t;       /* [T, K (k), k_pad (j)]: exp(trans_logw[t, j, k]), transposed for axpy
                          over j; zero for j >= K */
     float *root_exp;  /* [K] */
-    float **scratch;  /* per thread: msg [G, B, K], d [K], e [K], s [k_pad] */
-    double **offsets; /* per thread: moff [G, B] */
-    double **wide;    /* per thread: P [K] */
+    pc_cpu_thread_bufs bufs; /* float scratch: msg [G, B, K], d [K], e [K], s [k_pad];
+                                double offsets: moff [G, B]; double wide: P [K] */
     /* The block kernel for this CPU's instruction set. */
     void (*kernel)(void *state, int thread, const uint8_t *x, const uint8_t *missing,
                    int64_t nb, double *logp);

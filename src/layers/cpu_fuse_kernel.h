@@ -29,10 +29,10 @@ void PC_FUSE_BLOCK(void *p, int thread, const uint8_t *x, const uint8_t *missing
     const pc_circuit *c = s->c;
     const int64_t K = c->num_latents, C = c->num_cats, C1 = C + 1, V = c->num_vars,
                   G = c->num_groups, B = s->block;
-    float *msg = s->scratch[thread]; /* [G, B, K] */
+    float *msg = s->bufs.scratch[thread]; /* [G, B, K] */
     float *d = msg + G * B * K, *e = d + K, *sum = e + K;
-    double *P = s->wide[thread];
-    double *moff = s->offsets[thread]; /* [G, B] */
+    double *P = s->bufs.wide[thread];
+    double *moff = s->bufs.offsets[thread]; /* [G, B] */
     for (int64_t g = 0; g < G; g++) {
         const int64_t t = c->group_trans[g];
         for (int64_t b = 0; b < nb; b++) {

@@ -36,14 +36,7 @@ static int32_t to_q(double x) {
 static void int_destroy(void *p) {
     int_state *s = p;
     if (!s) return;
-    for (int t = 0; t < s->threads; t++) {
-        if (s->scratch) free(s->scratch[t]);
-        if (s->offsets) free(s->offsets[t]);
-        if (s->wide) free(s->wide[t]);
-    }
-    free(s->wide);
-    free(s->scratch);
-    free(s->offsets);
+    pc_cpu_thread_bufs_free(&s->bufs, s->threads);
     free(s->in_q);
     free(s->in_off);
     free(s->w_qt);
@@ -69,19 +62,12 @@ static pc_status int_create(const pc_circuit *c, const pc_eval_opts *opts, void 
     s->in_off = malloc((size_t)(V * C1) * sizeof(double));
     s->w_qt = malloc((size_t)(T > 0 ? T * K * s->k_pad : 1) * sizeof(int32_t));
     s->root_q = malloc((size_t)K * sizeof(int32_t));
-    s->scratch = calloc((size_t)s->threads, sizeof *s->scratch);
-    s->offsets = calloc((size_t)s->threads, sizeof *s->offsets);
-    s->wide = calloc((size_t)s->threads, sizeof *s->wide);
     double *row = malloc((size_t)K * sizeof(double));
-    int ok = s->in_q && s->in_off && s->w_qt && s->root_q && s->scratch && s->offsets && s->wide &&
-             row;
-    for (int t = 0; ok && t < s->threads; t++) {
-        s->scratch[t] =
-            malloc((size_t)((G * s->block + 1) * K + K * s->k_pad) * sizeof(int32_t));
-        s->offsets[t] = malloc((size_t)(G * s->block) * sizeof(double));
-        s->wide[t] = malloc((size_t)K * sizeof(int64_t));
-        ok = s->scratch[t] && s->offsets[t] && s->wide[t];
-    }
+    int ok = s->in_q && s->in_off && s->w_qt && s->root_q && row &&
+             pc_cpu_thread_bufs_alloc(
+                 &s->bufs, s->threads,
+                 (size_t)((G * s->block + 1) * K + K * s->k_pad) * sizeof(int32_t),
+                 (size_t)(G * s->block), (size_t)K * sizeof(int64_t));
     if (!ok) {
         free(row);
         int_destroy(s);
@@ -110,9 +96,5 @@ static pc_status int_evaluate(void *p, const uint8_t *x, const uint8_t *missing,
     return PC_OK;
 }
 
-static size_t int_peak(const void *p) {
-    (void)p;
-    return 0;
-}
-
-const pc_backend_ops pc_backend_cpu_ops = {int_create, int_evaluate, int_peak, int_destroy};
+const pc_backend_ops pc_backend_cpu_ops = {int_create, int_evaluate, pc_cpu_peak_device_bytes,
+                                           int_destroy};

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "kernels/lse_cpu.h"
+#include "layers/cpu_common.h"
 #include "kernels/lse_int.h"
 #include "pc/circuit.h"
 
@@ -26,9 +27,8 @@ typedef struct pc_cpu_int_state {
                                transposed so that one tree step runs across all outputs j;
                                PC_INT_FLOOR for j >= K */
     int32_t *root_q;        /* [K] */
-    int32_t **scratch;      /* per thread: msg [G, B, K], d [K], tree [K, k_pad] */
-    int64_t **wide;         /* per thread: P [K] */
-    double **offsets;       /* per thread: moff [G, B] */
+    pc_cpu_thread_bufs bufs; /* int32 scratch: msg [G, B, K], d [K], tree [K, k_pad];
+                                double offsets: moff [G, B]; int64 wide: P [K] */
     void (*kernel)(void *state, int thread, const uint8_t *x, const uint8_t *missing,
                    int64_t nb, double *logp);
 } pc_cpu_int_state;

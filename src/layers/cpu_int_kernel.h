@@ -37,10 +37,10 @@ void PC_INT_BLOCK(void *p, int thread, const uint8_t *x, const uint8_t *missing,
     const int64_t K = c->num_latents, C = c->num_cats, C1 = C + 1, V = c->num_vars,
                   G = c->num_groups, B = s->block, kp = s->k_pad;
     const uint32_t *packed = s->packed;
-    int32_t *msg = s->scratch[thread]; /* [G, B, K] */
+    int32_t *msg = s->bufs.scratch[thread]; /* [G, B, K] */
     int32_t *d = msg + G * B * K, *tree = d + K;
-    int64_t *P = s->wide[thread];
-    double *moff = s->offsets[thread]; /* [G, B] */
+    int64_t *P = s->bufs.wide[thread];
+    double *moff = s->bufs.offsets[thread]; /* [G, B] */
     for (int64_t g = 0; g < G; g++) {
         const int64_t t = c->group_trans[g];
         for (int64_t b = 0; b < nb; b++) {

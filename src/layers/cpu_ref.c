@@ -137,9 +137,5 @@ static pc_status ref_evaluate(void *p, const uint8_t *x, const uint8_t *missing,
     return PC_OK;
 }
 
-static size_t ref_peak(const void *p) {
-    (void)p;
-    return 0;
-}
-
-const pc_backend_ops pc_backend_ref_ops = {ref_create, ref_evaluate, ref_peak, ref_destroy};
+const pc_backend_ops pc_backend_ref_ops = {ref_create, ref_evaluate, pc_cpu_peak_device_bytes,
+                                           ref_destroy};
