@@ -12,6 +12,9 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include "kernels/lse_int.h"
 #include "pc/lse.h"
@@ -111,6 +114,28 @@ const int32_t *pc_lse_int_table(const uint32_t **packed);
 typedef void (*pc_lse_cpu_row_fn)(const void *ctx, int64_t r, void *scratch);
 pc_status pc_lse_cpu_for(int64_t count, int threads, size_t scratch_bytes, pc_lse_cpu_row_fn fn,
                          const void *ctx);
+
+/* Flush-to-zero for the duration of the kernels' work on one thread (MXCSR is per thread; see
+ * pc_lse_cpu_for for why). begin sets FTZ and DAZ and returns the caller's bits; end puts the
+ * caller's FTZ and DAZ back and keeps the exception flags the work raised. */
+#define PC_MXCSR_FLUSH 0x8040u /* FTZ (bit 15) | DAZ (bit 6) */
+static inline unsigned pc_flush_begin(void) {
+#if defined(__SSE__)
+    unsigned old = _mm_getcsr();
+    _mm_setcsr(old | PC_MXCSR_FLUSH);
+    return old;
+#else
+    return 0;
+#endif
+}
+
+static inline void pc_flush_end(unsigned old) {
+#if defined(__SSE__)
+    _mm_setcsr((_mm_getcsr() & ~PC_MXCSR_FLUSH) | (old & PC_MXCSR_FLUSH));
+#else
+    (void)old;
+#endif
+}
 
 /* ---- scalar helpers shared by the paths --------------------------------------------------- */
 

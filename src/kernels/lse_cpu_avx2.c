@@ -5,7 +5,8 @@
  * exp2: t clamped below at -126, k = round(t), f = t - k, degree-5 polynomial, then k is added
  * to the exponent bits. Values under 2^-126 come out as tiny positive numbers instead of 0:
  * harmless in a sum whose largest term is 1, so the forward pass uses it as is; exp_shifted
- * (backward, weights) sends lanes outside [-126, 126] to expf instead. NaN passes through:
+ * (backward, weights) gives 0 for lanes under -126 (the value the drivers' flush-to-zero mode
+ * gives on every path; -inf must give 0) and sends lanes over 126 to expf. NaN passes through:
  * max returns its second operand (t) when one is NaN, and NaN converts to INT32_MIN, whose
  * shifted exponent bits are 0.
  */
@@ -271,15 +272,15 @@ static void exp_shifted(const float *x, int64_t n, float shift, float *out) {
     int64_t i = 0;
     for (; i + W <= n; i += W) {
         __m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs), l2e);
-        _mm256_storeu_ps(out + i, exp2_v(t));
-        int outside = _mm256_movemask_ps(
-            _mm256_or_ps(_mm256_cmp_ps(t, lo, _CMP_LT_OQ), _mm256_cmp_ps(t, hi, _CMP_GT_OQ)));
-        for (int l = 0; outside; l++, outside >>= 1)
-            if (outside & 1)
+        __m256 under = _mm256_cmp_ps(t, lo, _CMP_LT_OQ); /* false for NaN */
+        _mm256_storeu_ps(out + i, _mm256_andnot_ps(under, exp2_v(t)));
+        int over = _mm256_movemask_ps(_mm256_cmp_ps(t, hi, _CMP_GT_OQ));
+        for (int l = 0; over; l++, over >>= 1)
+            if (over & 1)
                 out[i + l] = expf(x[i + l] - shift);
     }
     for (; i < n; i++)
-        out[i] = expf(x[i] - shift);
+        out[i] = (x[i] - shift) * PC_LOG2E_F < -126.0f ? 0.0f : expf(x[i] - shift);
 }
 
 static void gemv_t(const float *at, int64_t ins, int64_t outs, const float *e, float *y) {

@@ -131,6 +131,7 @@ pc_status pc_lse_weighted(pc_lse_kernel kernel, const float *w, const float *x, 
         return pc_fail(PC_ERR_NOMEM, "weighted LSE: weight tables for %lld x %lld", (long long)outs,
                        (long long)ins);
     }
+    unsigned mode = pc_flush_begin(); /* as the per-sample work does (pc_lse_cpu_for) */
     for (int64_t j = 0; j < outs; j++) {
         const float *wj = w + j * ins;
         int nan;
@@ -148,6 +149,7 @@ pc_status pc_lse_weighted(pc_lse_kernel kernel, const float *w, const float *x, 
                 ((int32_t *)wprep)[k * outs + j] = ((int32_t *)row)[k];
         }
     }
+    pc_flush_end(mode);
     free(row);
     c.wmax = wmax, c.wbad = wbad, c.ew = wprep, c.wq = wprep;
     size_t scratch = sizeof(int32_t) * ((size_t)(ins + outs) + PC_CPU_LANE_SCRATCH(ins));
