@@ -19,7 +19,7 @@
  *
  * Output: a text table, or with --json one object per line with device, kernel, dtype, isa,
  * threads, rows, cols, ns_per_elem, ms, repeats, mean_abs_err, max_abs_err, input, seed.
- * Exit status: 0 done, 1 a call failed, 2 usage error.
+ * Exit status: 0 done (or --help), 1 a call failed, 2 usage error.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -55,14 +55,34 @@ typedef struct result {
     int repeats;
 } result;
 
+static const char usage_text[] =
+    "usage: lsebench --device cpu|cuda [--kernel ref|fuse|int] [--dtype f32|f16|bf16|q10.6]\n"
+    "                [--rows B] [--cols N] [--range lo,hi | --normal sd] [--threads T]\n"
+    "                [--isa auto|scalar|avx2|avx512] [--repeats R] [--seed S] [--json]\n"
+    "\n"
+    "Times the row-wise log-sum-exp kernels and reports their error against the FP64 reference.\n"
+    "Without --kernel: the table over the paper's shapes (512 x {128, 1024, 8192, 32768,\n"
+    "128256} and 1 x 2^20) for every kernel and input type.\n"
+    "  --device D      cpu or cuda (required)\n"
+    "  --kernel K      measure only kernel ref, fuse or int (ref: CPU only) on one shape\n"
+    "  --dtype T       input type with --kernel (default f32); fuse takes f32, f16, bf16,\n"
+    "                  int takes f32, q10.6, ref any\n"
+    "  --rows B        rows with --kernel (default 512)\n"
+    "  --cols N        values per row with --kernel (default 8192)\n"
+    "  --range lo,hi   inputs U(lo, hi) (default -10,0)\n"
+    "  --normal sd     inputs N(0, sd^2) in place of --range\n"
+    "  --threads T     CPU threads (default 1)\n"
+    "  --isa NAME      CPU path: auto (the best this CPU has), scalar, avx2 or avx512\n"
+    "  --repeats R     timed calls, median reported (default 25; fewer, at least 3, when a\n"
+    "                  call is slow)\n"
+    "  --seed S        input seed (default 1)\n"
+    "  --json          one JSON object per measurement instead of the text table\n"
+    "  -h, --help      print this help and exit\n";
+
 static void usage(const char *why) {
     if (why)
         fprintf(stderr, "lsebench: %s\n", why);
-    fprintf(
-        stderr,
-        "usage: lsebench --device cpu|cuda [--kernel ref|fuse|int] [--dtype f32|f16|bf16|q10.6]\n"
-        "                [--rows B] [--cols N] [--range lo,hi | --normal sd] [--threads T]\n"
-        "                [--isa auto|scalar|avx2|avx512] [--repeats R] [--seed S] [--json]\n");
+    fputs(usage_text, stderr);
     exit(2);
 }
 
@@ -89,12 +109,18 @@ static void parse(int argc, char **argv, options *o) {
     int have_device = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage_text, stdout);
+            exit(0);
+        }
         if (strcmp(a, "--json") == 0) {
             o->json = 1;
             continue;
         }
-        if (i + 1 >= argc)
-            usage("an option is missing its value");
+        if (i + 1 >= argc) {
+            fprintf(stderr, "lsebench: %s needs a value\n", a);
+            usage(NULL);
+        }
         const char *v = argv[++i];
         if (strcmp(a, "--device") == 0) {
             if (strcmp(v, "cpu") != 0 && strcmp(v, "cuda") != 0)
