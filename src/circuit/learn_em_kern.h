@@ -24,32 +24,72 @@ static inline int64_t pow2_scale(double m, double *inv1, double *inv2) {
     return ex;
 }
 
-static inline __attribute__((always_inline)) double forward_k(const pc_em *em, pc_em_thread *t,
-                                                              const uint8_t *x, const uint8_t *miss,
+/* The steps that forward_k / forward_vec and backward_k / backward_vec share, operation for
+ * operation (so every path still rounds alike). */
+
+/* e[v] = the input row of x[v] (ones where x[v] is missing) and off[v] = 0, for every v. */
+static inline __attribute__((always_inline)) void load_inputs(const pc_em *em, double *e,
+                                                              int64_t *off, const uint8_t *x,
+                                                              const uint8_t *miss,
                                                               const int32_t k) {
     const int32_t nv = em->num_vars, c = em->num_cats;
-    double *restrict e = t->e;
     for (int32_t v = 0; v < nv; v++) {
         const double *src =
             (miss && miss[v]) ? em->ones : em->input_w + ((int64_t)v * c + x[v]) * k;
         memcpy(e + (int64_t)v * k, src, (size_t)k * sizeof(double));
-        t->off[v] = 0;
+        off[v] = 0;
     }
+}
+
+/* The scale of ev[0:k] (pow2_scale of its max, exponent added to *off); 0 when the max is not
+ * positive and finite (the sample has probability 0, or a value overflowed). */
+static inline __attribute__((always_inline)) int max_scale(const double *ev, const int32_t k,
+                                                           int64_t *off, double *inv1,
+                                                           double *inv2) {
+    double m = 0;
+    for (int32_t j = 0; j < k; j++) m = ev[j] > m ? ev[j] : m;
+    if (!(m > 0) || !isfinite(m)) return 0;
+    *off += pow2_scale(m, inv1, inv2);
+    return 1;
+}
+
+/* log p(x) at the root: off ln 2 + log sum_j root_w[j] ev[j] (-inf when the sum is 0). */
+static inline __attribute__((always_inline)) double root_logp(const pc_em *em, const double *ev,
+                                                              int64_t off, const int32_t k) {
+    double z = 0;
+    for (int32_t j = 0; j < k; j++) z += em->root_w[j] * ev[j];
+    return z > 0 ? (double)off * PC_EM_LN2 + log(z) : -INFINITY;
+}
+
+/* The root's flows q[root][j] = root_w[j] e[root][j] / z, counted into n_root. */
+static inline __attribute__((always_inline)) void root_flows(const pc_em *em, const double *e,
+                                                             double *q, int64_t *n_root,
+                                                             double scale, const int32_t k) {
+    const int32_t root = em->order[0];
+    const double *er = e + (int64_t)root * k;
+    double *qr = q + (int64_t)root * k;
+    double z = 0;
+    for (int32_t j = 0; j < k; j++) z += em->root_w[j] * er[j];
+    for (int32_t j = 0; j < k; j++) {
+        qr[j] = em->root_w[j] * er[j] / z;
+        n_root[j] += (int64_t)(qr[j] * scale + 0.5);
+    }
+}
+
+static inline __attribute__((always_inline)) double forward_k(const pc_em *em, pc_em_thread *t,
+                                                              const uint8_t *x, const uint8_t *miss,
+                                                              const int32_t k) {
+    const int32_t nv = em->num_vars;
+    double *restrict e = t->e;
+    load_inputs(em, e, t->off, x, miss, k);
     for (int32_t i = nv - 1; i >= 0; i--) {
         const int32_t v = em->order[i];
         double *restrict ev = e + (int64_t)v * k;
-        double m = 0;
-        for (int32_t j = 0; j < k; j++) m = ev[j] > m ? ev[j] : m;
-        if (!(m > 0) || !isfinite(m)) return -INFINITY;
         double inv1, inv2;
-        t->off[v] += pow2_scale(m, &inv1, &inv2);
+        if (!max_scale(ev, k, &t->off[v], &inv1, &inv2)) return -INFINITY;
         for (int32_t j = 0; j < k; j++) ev[j] = ev[j] * inv1 * inv2;
         const int32_t p = em->parent[v];
-        if (p < 0) {
-            double z = 0;
-            for (int32_t j = 0; j < k; j++) z += em->root_w[j] * ev[j];
-            return z > 0 ? (double)t->off[v] * PC_EM_LN2 + log(z) : -INFINITY;
-        }
+        if (p < 0) return root_logp(em, ev, t->off[v], k);
         double *restrict ep = e + (int64_t)p * k;
         t->off[p] += t->off[v];
         const int32_t tr = em->trans[v];
@@ -76,14 +116,7 @@ static inline __attribute__((always_inline)) void backward_k(const pc_em *em, pc
     const int32_t nv = em->num_vars, c = em->num_cats;
     const double *restrict e = t->e;
     double *restrict q = t->q;
-    const int32_t root = em->order[0];
-    const double *restrict er = e + (int64_t)root * k;
-    double z = 0;
-    for (int32_t j = 0; j < k; j++) z += em->root_w[j] * er[j];
-    for (int32_t j = 0; j < k; j++) {
-        q[(int64_t)root * k + j] = em->root_w[j] * er[j] / z;
-        t->n_root[j] += (int64_t)(q[(int64_t)root * k + j] * scale + 0.5);
-    }
+    root_flows(em, e, q, t->n_root, scale, k);
     for (int32_t i = 0; i < nv; i++) {
         const int32_t v = em->order[i];
         double *restrict qv = q + (int64_t)v * k;
@@ -126,30 +159,18 @@ static inline __attribute__((always_inline)) double forward_vec(const pc_em *em,
                                                                 const uint8_t *x,
                                                                 const uint8_t *miss,
                                                                 const int nvec) {
-    const int32_t nv = em->num_vars, c = em->num_cats, k = 8 * nvec;
+    const int32_t nv = em->num_vars, k = 8 * nvec;
     double *restrict e = t->e;
-    for (int32_t v = 0; v < nv; v++) {
-        const double *src =
-            (miss && miss[v]) ? em->ones : em->input_w + ((int64_t)v * c + x[v]) * k;
-        memcpy(e + (int64_t)v * k, src, (size_t)k * sizeof(double));
-        t->off[v] = 0;
-    }
+    load_inputs(em, e, t->off, x, miss, k);
     for (int32_t i = nv - 1; i >= 0; i--) {
         const int32_t v = em->order[i];
         double *restrict ev = e + (int64_t)v * k;
-        double m = 0;
-        for (int32_t j = 0; j < k; j++) m = ev[j] > m ? ev[j] : m;
-        if (!(m > 0) || !isfinite(m)) return -INFINITY;
         double inv1, inv2;
-        t->off[v] += pow2_scale(m, &inv1, &inv2);
+        if (!max_scale(ev, k, &t->off[v], &inv1, &inv2)) return -INFINITY;
         pc_v8d *evv = (pc_v8d *)ev;
         for (int b = 0; b < nvec; b++) evv[b] = evv[b] * inv1 * inv2;
         const int32_t p = em->parent[v];
-        if (p < 0) {
-            double z = 0;
-            for (int32_t j = 0; j < k; j++) z += em->root_w[j] * ev[j];
-            return z > 0 ? (double)t->off[v] * PC_EM_LN2 + log(z) : -INFINITY;
-        }
+        if (p < 0) return root_logp(em, ev, t->off[v], k);
         pc_v8d *epv = (pc_v8d *)(e + (int64_t)p * k);
         t->off[p] += t->off[v];
         const int32_t tr = em->trans[v];
@@ -179,14 +200,7 @@ static inline __attribute__((always_inline)) void backward_vec(const pc_em *em, 
     const int32_t nv = em->num_vars, c = em->num_cats, k = 8 * nvec;
     const double *restrict e = t->e;
     double *restrict q = t->q;
-    const int32_t root = em->order[0];
-    const double *restrict er = e + (int64_t)root * k;
-    double z = 0;
-    for (int32_t j = 0; j < k; j++) z += em->root_w[j] * er[j];
-    for (int32_t j = 0; j < k; j++) {
-        q[(int64_t)root * k + j] = em->root_w[j] * er[j] / z;
-        t->n_root[j] += (int64_t)(q[(int64_t)root * k + j] * scale + 0.5);
-    }
+    root_flows(em, e, q, t->n_root, scale, k);
     for (int32_t i = 0; i < nv; i++) {
         const int32_t v = em->order[i];
         double *restrict qv = q + (int64_t)v * k;
