@@ -28,11 +28,7 @@ static int teardown(void **state) {
     return 0;
 }
 
-static const char *path_of(const char *name) {
-    static char p[4200];
-    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
-    return p;
-}
+static const char *path_of(const char *name) { return pc_hr_path(tmpdir, name); }
 
 /* An IDX file in memory: header (type byte, dims) and payload. */
 static uint8_t *idx_bytes(uint8_t type, int ndims, const uint32_t *dims, const uint8_t *payload,

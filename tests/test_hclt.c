@@ -33,11 +33,7 @@ static int teardown(void **state) {
     return 0;
 }
 
-static const char *path_of(const char *name) {
-    static char p[4200];
-    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
-    return p;
-}
+static const char *path_of(const char *name) { return pc_hr_path(tmpdir, name); }
 
 /* Number of entries in the temp dir other than . and .. (leftover temporary files). */
 static int dir_entries(void) {

@@ -9,13 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cmocka.h>
 
 #include "circuit/learn_internal.h"
 #include "circuit/learn_em_internal.h"
 #include "pc/learn.h"
+#include "testutil.h"
 
 static uint64_t g_seed;
 
@@ -427,9 +427,7 @@ static void test_em_bad_arguments(void **state) {
 }
 
 int main(void) {
-    const char *env = getenv("PC_TEST_SEED"); /* replays a failing run */
-    g_seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
-    printf("test_learn_em seed %llu (PC_TEST_SEED replays it)\n", (unsigned long long)g_seed);
+    g_seed = pc_test_seed(); /* printed; PC_TEST_SEED replays a failing run */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loglik_worked_example),
         cmocka_unit_test(test_loglik_matches_definition),

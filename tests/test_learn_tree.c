@@ -7,12 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cmocka.h>
 
 #include "circuit/learn_internal.h"
 #include "pc/learn.h"
+#include "testutil.h"
 
 static uint64_t g_seed;
 
@@ -281,9 +281,7 @@ static void test_hclt_structure(void **state) {
 }
 
 int main(void) {
-    const char *env = getenv("PC_TEST_SEED"); /* replays a failing run */
-    g_seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
-    printf("test_learn_tree seed %llu (PC_TEST_SEED replays it)\n", (unsigned long long)g_seed);
+    g_seed = pc_test_seed(); /* printed; PC_TEST_SEED replays a failing run */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mi_independent_vs_identical),
         cmocka_unit_test(test_mi_bad_arguments),

@@ -31,13 +31,7 @@ static char *tmpdir, program[4096];
 static pc_hclt *model;
 static uint8_t *pixels;
 
-static const char *path_of(const char *name) {
-    static char p[64][4200];
-    static int next;
-    next = (next + 1) % 64;
-    snprintf(p[next], sizeof p[next], "%s/%s", tmpdir, name);
-    return p[next];
-}
+static const char *path_of(const char *name) { return pc_hr_path(tmpdir, name); }
 
 static void write_idx(const char *path, const uint8_t *values, uint32_t count, uint32_t rows,
                       uint32_t cols, int gz) {

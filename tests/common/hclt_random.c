@@ -6,38 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-static uint64_t hr_state;
-static int hr_ready;
+#include "testutil.h"
 
-uint64_t pc_hr_seed(void) {
-    static uint64_t seed;
-    if (!hr_ready) {
-        const char *env = getenv("PC_TEST_SEED");
-        seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
-        hr_state = seed;
-        hr_ready = 1;
-        fprintf(stderr, "test seed: %llu (replay with PC_TEST_SEED=%llu)\n",
-                (unsigned long long)seed, (unsigned long long)seed);
-    }
-    return seed;
-}
+uint64_t pc_hr_seed(void) { return pc_test_seed(); }
 
-/* splitmix64 */
-static uint64_t next_u64(void) {
-    pc_hr_seed();
-    uint64_t z = (hr_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-double pc_hr_unit(void) { return (double)(next_u64() >> 11) * 0x1.0p-53; }
+double pc_hr_unit(void) { return (double)(pc_rng_u64(pc_test_rng()) >> 11) * 0x1.0p-53; }
 
 int64_t pc_hr_int(int64_t lo, int64_t hi) {
-    return lo + (int64_t)(next_u64() % (uint64_t)(hi - lo + 1));
+    return lo + (int64_t)(pc_rng_u64(pc_test_rng()) % (uint64_t)(hi - lo + 1));
 }
 
 /* A random distribution over n entries as natural logs; with zeros, some entries are -inf. */
@@ -142,4 +120,12 @@ void pc_hr_rmdir(char *dir) {
     }
     rmdir(dir);
     free(dir);
+}
+
+const char *pc_hr_path(const char *dir, const char *name) {
+    static char p[64][4200];
+    static int next;
+    next = (next + 1) % 64;
+    snprintf(p[next], sizeof p[next], "%s/%s", dir, name);
+    return p[next];
 }

@@ -5,8 +5,8 @@
  * random normalised log-distributions; with `zeros` set, about one entry in eight of each
  * distribution is -inf (but never a whole row), so zero probabilities are exercised.
  *
- * The random stream is seeded from the clock (or PC_TEST_SEED) and the seed is printed once, so
- * a failure can be replayed. */
+ * The random stream is the program's shared generator of testutil.h (pc_test_rng: seeded from
+ * the clock or PC_TEST_SEED, the seed printed once), so a failure can be replayed. */
 #ifndef PC_TEST_HCLT_RANDOM_H
 #define PC_TEST_HCLT_RANDOM_H
 
@@ -14,7 +14,7 @@
 
 #include "pc/hclt.h"
 
-/* The program's seed (printed to stderr on first use). */
+/* The program's seed (pc_test_seed: printed to stderr on first use). */
 uint64_t pc_hr_seed(void);
 /* Uniform integer in [lo, hi] and uniform double in [0, 1) from the program's stream. */
 int64_t pc_hr_int(int64_t lo, int64_t hi);
@@ -31,5 +31,8 @@ uint8_t *pc_hr_data(int64_t n, int32_t V, int32_t C, double missing_rate, uint8_
 /* A fresh temporary directory (mkdtemp under TMPDIR or /tmp) and its removal with its files. */
 char *pc_hr_tempdir(void);
 void pc_hr_rmdir(char *dir);
+/* "dir/name" in one of 64 static buffers used in turn, so that a few paths can be held at once
+ * (a call reuses the buffer of the call 64 before it). */
+const char *pc_hr_path(const char *dir, const char *name);
 
 #endif
