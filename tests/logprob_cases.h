@@ -1,5 +1,5 @@
-/* Inputs shared by the CPU and GPU token log-probability tests: a seeded generator, random
- * logits with padded rows, and rows planted with the header's special cases. */
+/* Inputs shared by the CPU and GPU token log-probability tests: random logits with padded rows
+ * and rows planted with the header's special cases. */
 #ifndef PC_TEST_LOGPROB_CASES_H
 #define PC_TEST_LOGPROB_CASES_H
 
@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "pc/logprob.h"
+#include "testutil.h"
 
 /* Unwritten outputs keep this value, which no case expects. */
 #define LP_POISON 7777.0f
@@ -20,38 +20,18 @@
 #define LP_TOL_ABS 3e-5
 #define LP_TOL_REL 2e-6
 
-static uint64_t lp_rng_state;
-
-static uint64_t lp_seed(void) {
-    const char *env = getenv("PC_TEST_SEED");
-    uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL) ^ (uint64_t)clock();
-    printf("seed %llu (replay: PC_TEST_SEED=%llu)\n", (unsigned long long)seed, (unsigned long long)seed);
-    lp_rng_state = seed;
-    return seed;
-}
-
-static uint64_t lp_next(void) { /* splitmix64 */
-    uint64_t z = (lp_rng_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
+/* The program's seed and generator are testutil's (printed once; PC_TEST_SEED replays). */
+static uint64_t lp_seed(void) { return pc_test_seed(); }
+static uint64_t lp_next(void) { return pc_rng_u64(pc_test_rng()); }
 
 static double lp_uniform(void) { return ((double)(lp_next() >> 11) + 0.5) / 9007199254740992.0; }
 static int64_t lp_below(int64_t n) { return (int64_t)(lp_next() % (uint64_t)n); }
 static double lp_normal(void) { return sqrt(-2.0 * log(lp_uniform())) * cos(6.283185307179586 * lp_uniform()); }
 
-static uint16_t lp_to_bf16(float f) { /* round to nearest even; inputs here are never NaN */
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
 /* Writes value v at [r, i] of a [rows, stride] array of dtype. */
 static void lp_set(pc_dtype dtype, void *x, int64_t stride, int64_t r, int64_t i, float v) {
     if (dtype == PC_F32) ((float *)x)[r * stride + i] = v;
-    else ((uint16_t *)x)[r * stride + i] = isnan(v) ? 0x7fc0u : lp_to_bf16(v);
+    else ((uint16_t *)x)[r * stride + i] = pc_test_f32_to_bf16(v); /* NaN: 0x7fc0 */
 }
 
 /* Random logits: per row an offset and a spread (sd 0.5 to 30, offsets up to +-1e4), padding
@@ -65,6 +45,26 @@ static void lp_fill(pc_dtype dtype, void *x, int64_t rows, int64_t vocab, int64_
         targets[r] = lp_below(vocab);
     }
 }
+
+/* The host buffers of one random case: x [rows, stride] of dtype and its targets, filled by
+ * lp_fill, and room for the outputs and the FP64 reference (the includer has cmocka.h). */
+typedef struct lp_case {
+    void *x;
+    int64_t *targets;
+    float *out;
+    double *ref;
+} lp_case;
+
+static lp_case lp_case_new(pc_dtype dtype, int64_t rows, int64_t vocab, int64_t stride) {
+    lp_case c = {malloc((size_t)(rows * stride) * pc_dtype_size(dtype)),
+                 malloc((size_t)rows * sizeof *c.targets), malloc((size_t)rows * sizeof *c.out),
+                 malloc((size_t)rows * sizeof *c.ref)};
+    assert_non_null(c.x), assert_non_null(c.targets), assert_non_null(c.out), assert_non_null(c.ref);
+    lp_fill(dtype, c.x, rows, vocab, stride, c.targets);
+    return c;
+}
+
+static void lp_case_free(lp_case *c) { free(c->x), free(c->targets), free(c->out), free(c->ref); }
 
 /* Plants the special cases in rows 0..LP_SPECIAL-1 (needs rows >= LP_SPECIAL, vocab >= 4) and
  * returns through expect[] the value each must give (NaN or +-inf), other rows untouched. */
@@ -105,14 +105,8 @@ static int lp_close(float got, double ref, double scale) {
 
 /* The row's FP64 LSE, recovered from its reference log-probability: LSE = x_t - logprob. */
 static inline double lp_lse_of(pc_dtype dtype, const void *x, int64_t stride, int64_t r, int64_t t, double ref) {
-    double xt;
-    if (dtype == PC_F32) xt = ((const float *)x)[r * stride + t];
-    else {
-        uint32_t bits = (uint32_t)((const uint16_t *)x)[r * stride + t] << 16;
-        float f;
-        memcpy(&f, &bits, sizeof f);
-        xt = f;
-    }
+    double xt = dtype == PC_F32 ? ((const float *)x)[r * stride + t]
+                                : pc_test_bf16_to_f32(((const uint16_t *)x)[r * stride + t]);
     return xt - ref;
 }
 

@@ -20,33 +20,28 @@ static const int64_t vocabs[] = {1, 2, 7, 255, 256, 257, 1000, 4099, 32000, 5025
 static void check_against_ref(pc_lse_kernel kernel, pc_dtype dtype, int64_t vocab, int threads) {
     int64_t rows = vocab >= 4 ? LP_SPECIAL + lp_below(vocab > 20000 ? 8 : 40) : 1 + lp_below(9);
     int64_t stride = vocab + lp_below(5);
-    size_t esize = pc_dtype_size(dtype);
-    void *x = malloc((size_t)(rows * stride) * esize);
-    int64_t *targets = malloc((size_t)rows * sizeof *targets);
-    float *out = malloc((size_t)rows * sizeof *out), expect[LP_SPECIAL];
-    double *ref = malloc((size_t)rows * sizeof *ref);
-    assert_non_null(x), assert_non_null(targets), assert_non_null(out), assert_non_null(ref);
-    lp_fill(dtype, x, rows, vocab, stride, targets);
-    if (vocab >= 4) lp_plant(dtype, x, vocab, stride, targets, expect);
-    for (int64_t r = 0; r < rows; r++) out[r] = LP_POISON;
+    lp_case c = lp_case_new(dtype, rows, vocab, stride);
+    float expect[LP_SPECIAL];
+    if (vocab >= 4) lp_plant(dtype, c.x, vocab, stride, c.targets, expect);
+    for (int64_t r = 0; r < rows; r++) c.out[r] = LP_POISON;
 
     pc_lse_cpu_opts opts = {threads, PC_ISA_AUTO};
-    assert_int_equal(pc_logprob_rows(kernel, dtype, x, rows, vocab, stride, targets, out, &opts), PC_OK);
-    assert_int_equal(pc_logprob_rows_ref(dtype, x, rows, vocab, stride, targets, ref), PC_OK);
+    assert_int_equal(pc_logprob_rows(kernel, dtype, c.x, rows, vocab, stride, c.targets, c.out, &opts), PC_OK);
+    assert_int_equal(pc_logprob_rows_ref(dtype, c.x, rows, vocab, stride, c.targets, c.ref), PC_OK);
     for (int64_t r = 0; r < rows; r++) {
-        if (vocab >= 4 && r < LP_SPECIAL && !(isnan(expect[r]) ? isnan(ref[r]) : ref[r] == expect[r]))
-            fail_msg("ref: special row %lld gives %g, expected %g", (long long)r, ref[r], expect[r]);
-        double scale = fabs(ref[r]), lse = lp_lse_of(dtype, x, stride, r, targets[r], ref[r]);
+        if (vocab >= 4 && r < LP_SPECIAL && !(isnan(expect[r]) ? isnan(c.ref[r]) : c.ref[r] == expect[r]))
+            fail_msg("ref: special row %lld gives %g, expected %g", (long long)r, c.ref[r], expect[r]);
+        double scale = fabs(c.ref[r]), lse = lp_lse_of(dtype, c.x, stride, r, c.targets[r], c.ref[r]);
         if (kernel != PC_LSE_REF) scale += fabs(lse); /* subtracted from an LSE rounded to float */
-        int ok = kernel == PC_LSE_INT && isfinite(ref[r])
-                     ? fabs((double)out[r] - ref[r]) <= LP_TOL_INT_ABS + LP_TOL_REL * scale
-                     : lp_close(out[r], ref[r], scale);
+        int ok = kernel == PC_LSE_INT && isfinite(c.ref[r])
+                     ? fabs((double)c.out[r] - c.ref[r]) <= LP_TOL_INT_ABS + LP_TOL_REL * scale
+                     : lp_close(c.out[r], c.ref[r], scale);
         if (!ok)
             fail_msg("%s %s vocab %lld stride %lld row %lld: got %.9g, ref %.12g",
                      pc_lse_kernel_name(kernel), pc_dtype_name(dtype), (long long)vocab,
-                     (long long)stride, (long long)r, out[r], ref[r]);
+                     (long long)stride, (long long)r, c.out[r], c.ref[r]);
     }
-    free(x), free(targets), free(out), free(ref);
+    lp_case_free(&c);
 }
 
 static void test_fuse_matches_ref(void **state) {

@@ -42,30 +42,25 @@ static void run_gpu(pc_dtype dtype, const void *x, int64_t rows, int64_t vocab, 
 /* Random rows (specials planted when rows >= LP_SPECIAL), GPU vs FP64. */
 static void check_shape(pc_dtype dtype, int64_t rows, int64_t vocab) {
     int64_t stride = vocab + lp_below(5);
-    size_t esize = pc_dtype_size(dtype);
-    void *x = malloc((size_t)(rows * stride) * esize);
-    int64_t *targets = malloc((size_t)rows * sizeof *targets);
-    float *out = malloc((size_t)rows * sizeof *out), expect[LP_SPECIAL];
-    double *ref = malloc((size_t)rows * sizeof *ref);
-    assert_non_null(x), assert_non_null(targets), assert_non_null(out), assert_non_null(ref);
-    lp_fill(dtype, x, rows, vocab, stride, targets);
+    lp_case c = lp_case_new(dtype, rows, vocab, stride);
+    float expect[LP_SPECIAL];
     int planted = rows >= LP_SPECIAL && vocab >= 4;
-    if (planted) lp_plant(dtype, x, vocab, stride, targets, expect);
-    run_gpu(dtype, x, rows, vocab, stride, targets, out);
-    assert_int_equal(pc_logprob_rows_ref(dtype, x, rows, vocab, stride, targets, ref), PC_OK);
+    if (planted) lp_plant(dtype, c.x, vocab, stride, c.targets, expect);
+    run_gpu(dtype, c.x, rows, vocab, stride, c.targets, c.out);
+    assert_int_equal(pc_logprob_rows_ref(dtype, c.x, rows, vocab, stride, c.targets, c.ref), PC_OK);
     double worst = 0.0;
     for (int64_t r = 0; r < rows; r++) {
-        if (planted && r < LP_SPECIAL && !(isnan(expect[r]) ? isnan(out[r]) : out[r] == expect[r]))
-            fail_msg("special row %lld: got %g, expected %g", (long long)r, out[r], expect[r]);
-        if (!lp_close(out[r], ref[r], fabs(ref[r])))
+        if (planted && r < LP_SPECIAL && !(isnan(expect[r]) ? isnan(c.out[r]) : c.out[r] == expect[r]))
+            fail_msg("special row %lld: got %g, expected %g", (long long)r, c.out[r], expect[r]);
+        if (!lp_close(c.out[r], c.ref[r], fabs(c.ref[r])))
             fail_msg("%s rows %lld vocab %lld stride %lld row %lld: got %.9g, ref %.12g",
                      pc_dtype_name(dtype), (long long)rows, (long long)vocab, (long long)stride,
-                     (long long)r, out[r], ref[r]);
-        if (isfinite(ref[r]) && fabs(out[r] - ref[r]) > worst) worst = fabs(out[r] - ref[r]);
+                     (long long)r, c.out[r], c.ref[r]);
+        if (isfinite(c.ref[r]) && fabs(c.out[r] - c.ref[r]) > worst) worst = fabs(c.out[r] - c.ref[r]);
     }
     printf("%-4s rows %6lld vocab %6lld stride %6lld: max |err| %.2e\n", pc_dtype_name(dtype),
            (long long)rows, (long long)vocab, (long long)stride, worst);
-    free(x), free(targets), free(out), free(ref);
+    lp_case_free(&c);
 }
 
 static void test_shapes(void **state) {
