@@ -21,18 +21,15 @@ import subprocess
 import sys
 import tempfile
 
+from proc_cpuinfo import read_cpuinfo
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def cpu_info():
-    model, flags = "unknown", []
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name") and model == "unknown":
-                model = line.split(":", 1)[1].strip()
-            if line.startswith("flags") and not flags:
-                have = set(line.split(":", 1)[1].split())
-                flags = [x for x in ("avx2", "fma", "avx512f", "avx512bw", "avx512vl") if x in have]
+    model, have = read_cpuinfo()
+    model = model or "unknown"
+    flags = [x for x in ("avx2", "fma", "avx512f", "avx512bw", "avx512vl") if x in have]
     cc = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()

@@ -34,6 +34,8 @@ import time
 
 import numpy as np
 
+from proc_cpuinfo import read_cpuinfo
+
 SHAPES = [(512, 128), (512, 1024), (512, 8192), (512, 32768), (512, 128256), (1, 1 << 20)]
 BUDGET_S = 0.5
 MAX_REPEATS = 25
@@ -103,13 +105,8 @@ def reference(x):
 
 
 def cpu_info():
-    model, flags = "unknown", []
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name") and model == "unknown":
-                model = line.split(":", 1)[1].strip()
-            if line.startswith("flags") and not flags:
-                flags = line.split(":", 1)[1].split()
+    model, flags = read_cpuinfo()
+    model = model or "unknown"
     simd = [fl for fl in flags if fl.startswith(("avx", "fma", "f16c", "sse4"))]
     return {"model": model, "simd_flags": simd, "logical_cpus": os.cpu_count()}
 

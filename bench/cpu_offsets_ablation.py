@@ -23,6 +23,8 @@ import tempfile
 import h5py
 import numpy as np
 
+from proc_cpuinfo import read_cpuinfo
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -119,12 +121,7 @@ def main():
         table.append({"path": name, "mean_abs_delta_nats": float(d.mean()),
                       "max_abs_delta_nats": float(d.max()),
                       "mean_delta_nats": float((values[name] - ref).mean())})
-    cpu = "unknown"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+    cpu = read_cpuinfo()[0] or "unknown"
     slug = re.sub(r"[^a-z0-9]+", "-", cpu.lower()).strip("-")
     base = os.path.join(ROOT, "bench", "results", "cpu_offsets_ablation_%s" % slug)
     result = {"cpu": cpu, "images": n, "model": "models/mnist.h5",

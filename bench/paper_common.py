@@ -11,6 +11,8 @@ import tempfile
 
 import numpy as np
 
+from proc_cpuinfo import read_cpuinfo
+
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 KERNELS = {"ref": 0, "fuse": 1, "int": 2}
@@ -18,16 +20,9 @@ DTYPES = {"f32": 0, "f16": 1, "bf16": 2, "q10.6": 3}
 
 
 def cpu_info():
-    model, flags = platform.processor() or "unknown", set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name") and model in ("unknown", "x86_64", ""):
-                    model = line.split(":", 1)[1].strip()
-                elif line.startswith("flags") and not flags:
-                    flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
+    model, name, flags = platform.processor() or "unknown", *read_cpuinfo()
+    if name and model in ("unknown", "x86_64", ""):
+        model = name
     wanted = ["avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "amx_tile"]
     return {"cpu": model, "cpu_flags": [f for f in wanted if f in flags], "cores": os.cpu_count()}
 
