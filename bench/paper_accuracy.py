@@ -19,7 +19,6 @@ as peers. GPU (when present, through torch tensors): pc_lse_rows_cuda and torch.
 
 Writes bench/results/paper_accuracy_{cpu,gpu}_<machine>.json, .png and .md.
 """
-import argparse
 import os
 import sys
 import time
@@ -209,8 +208,7 @@ def markdown(res):
 
 
 def write(res):
-    m = res["machine"]
-    base = os.path.join(pc.RESULTS, "paper_accuracy_%s_%s" % (res["device"], pc.slug(m.get("gpu", m["cpu"]))))
+    base = pc.result_base("paper_accuracy", res)
     res["sweep"] = {k: {str(n): v for n, v in s.items()} for k, s in res["sweep"].items()}
     pc.write_json(base + ".json", res)
     res["sweep"] = {k: {int(n): v for n, v in s.items()} for k, s in res["sweep"].items()}
@@ -220,10 +218,7 @@ def write(res):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("build", nargs="?", default="build")
-    ap.add_argument("--cpu", action="store_true")
-    ap.add_argument("--gpu", action="store_true")
+    ap = pc.device_parser(__doc__)
     ap.add_argument("--rows", type=int, default=512)
     ap.add_argument("--cols", type=int, default=8192)
     args = ap.parse_args()
@@ -233,9 +228,10 @@ def main():
         torch.set_num_threads(1)
     except ImportError:
         torch = None
-    if args.cpu or not args.gpu:
+    do_cpu, do_gpu = pc.devices(args, lib)
+    if do_cpu:
         write(run("cpu", lib, torch, args.rows, args.cols))
-    if args.gpu or (not args.cpu and lib.cuda_available()):
+    if do_gpu:
         if not lib.cuda_available() or torch is None or not torch.cuda.is_available():
             sys.exit("paper_accuracy: the GPU part needs a GPU and torch with CUDA")
         write(run("cuda", lib, torch, args.rows, args.cols))

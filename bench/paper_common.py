@@ -1,6 +1,7 @@
 """Helpers shared by the paper-reproduction, particle-filter and log-probability benchmarks:
 the machine description every result carries, the ctypes binding of libpcinfer.so, file names,
 and atomic JSON writes."""
+import argparse
 import ctypes
 import json
 import os
@@ -66,6 +67,28 @@ def machine(gpu=False):
 
 def slug(text):
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40]
+
+
+def result_base(name, res):
+    """results/<name>_<device>_<GPU name, else CPU model>, without an extension."""
+    m = res["machine"]
+    return os.path.join(RESULTS, "%s_%s_%s" % (name, res["device"], slug(m.get("gpu", m["cpu"]))))
+
+
+def device_parser(doc):
+    """Arguments of a script that measures on the CPU, the GPU or both: the build folder,
+    --cpu and --gpu (see devices)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("build", nargs="?", default="build")
+    ap.add_argument("--cpu", action="store_true")
+    ap.add_argument("--gpu", action="store_true")
+    return ap
+
+
+def devices(args, lib):
+    """(CPU part, GPU part) to run: what --cpu and --gpu ask for; with neither, the CPU, and the
+    GPU too where this build has one."""
+    return args.cpu or not args.gpu, args.gpu or (not args.cpu and lib.cuda_available())
 
 
 def write_json(path, obj):

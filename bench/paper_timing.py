@@ -14,7 +14,6 @@ host reference for every configuration, too slow to sweep every GPU shape within
 Without --cpu/--gpu: the CPU always, the GPU when pc_cuda_available(). Writes
 bench/results/paper_timing_{cpu,gpu}_<machine>.json, .png and .md.
 """
-import argparse
 import json
 import os
 import subprocess
@@ -210,7 +209,7 @@ def table(res, unit_ns):
 
 def write(res, unit_ns):
     m = res["machine"]
-    base = os.path.join(pc.RESULTS, "paper_timing_%s_%s" % (res["device"], pc.slug(m.get("gpu", m["cpu"]))))
+    base = pc.result_base("paper_timing", res)
     pc.write_json(base + ".json", res)
     res["plot"] = plot(res, base + ".png", unit_ns)
     head = ["# Row-wise LSE time vs N, B = %d, %s" % (ROWS, res["device"]), "",
@@ -223,10 +222,7 @@ def write(res, unit_ns):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("build", nargs="?", default="build")
-    ap.add_argument("--cpu", action="store_true")
-    ap.add_argument("--gpu", action="store_true")
+    ap = pc.device_parser(__doc__)
     ap.add_argument("--cols", default=",".join(map(str, COLS)))
     ap.add_argument("--gpu-cols", default=",".join(map(str, GPU_COLS)))
     ap.add_argument("--threads", type=int, default=1)
@@ -238,8 +234,7 @@ def main():
         import torch
     except ImportError:
         torch = None
-    do_cpu = args.cpu or not args.gpu
-    do_gpu = args.gpu or (not args.cpu and lib.cuda_available())
+    do_cpu, do_gpu = pc.devices(args, lib)
     if do_cpu:
         if torch is not None:
             torch.set_num_threads(args.threads)
