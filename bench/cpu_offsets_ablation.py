@@ -126,8 +126,9 @@ def main():
     base = os.path.join(ROOT, "bench", "results", "cpu_offsets_ablation_%s" % slug)
     result = {"cpu": cpu, "images": n, "model": "models/mnist.h5",
               "mean_ll_nats_ref": float(ref.mean()), "check": rows, "paths": table}
-    with open(base + ".json", "w") as f:
+    with open(base + ".json.tmp", "w") as f:  # renamed when whole: never half a file
         json.dump(result, f, indent=1)
+    os.replace(base + ".json.tmp", base + ".json")
     lines = ["# FP32 with and without per-group offsets (shipped MNIST model)", "",
              "CPU: %s. The first %d MNIST test images; mean log p(x) %.4f nats (FP64). "
              "|delta| against pcinfer's FP64 `ref`; numpy's own FP64 forward agrees with it to "
@@ -138,8 +139,9 @@ def main():
         lines.append("| %s | %.2e | %.2e | %+.2e |" % (r["path"], r["mean_abs_delta_nats"],
                                                       r["max_abs_delta_nats"],
                                                       r["mean_delta_nats"]))
-    with open(base + ".md", "w") as f:
+    with open(base + ".md.tmp", "w") as f:
         f.write("\n".join(lines) + "\n")
+    os.replace(base + ".md.tmp", base + ".md")
     print("\n".join(lines))
 
 
