@@ -1,5 +1,6 @@
 /* Helpers shared by the CPU backends (ref, cpu-fuse, cpu): input rows split into an offset and
- * a relative part, thread counts, sample blocks, and the parallel driver over blocks. */
+ * a relative part, thread counts, sample blocks, per-thread buffers, and the parallel driver
+ * over blocks. */
 #ifndef PC_LAYERS_CPU_COMMON_H
 #define PC_LAYERS_CPU_COMMON_H
 
