@@ -147,6 +147,21 @@ static pc_status check_kernel_dtype(pc_lse_kernel kernel, pc_dtype dtype) {
     return PC_OK;
 }
 
+/* Every argument of a row call: kernel/dtype pair, shape, then the two pointers. */
+static pc_status check_rows_args(pc_lse_kernel kernel, pc_dtype dtype, const void *x,
+                                 int64_t rows, int64_t cols, int64_t stride, const void *out) {
+    pc_status st = check_kernel_dtype(kernel, dtype);
+    if (st == PC_OK)
+        st = check_shape(rows, cols, stride);
+    if (st != PC_OK)
+        return st;
+    if (!x)
+        return pc_fail(PC_ERR_ARG, "x is NULL");
+    if (!out)
+        return pc_fail(PC_ERR_ARG, "out is NULL");
+    return PC_OK;
+}
+
 /* ---- row drivers ------------------------------------------------------------------------- */
 
 typedef struct rows_ctx {
@@ -324,15 +339,9 @@ static void rows_block(const void *ctx, int64_t q, void *scratch) {
 
 pc_status pc_lse_rows(pc_lse_kernel kernel, pc_dtype dtype, const void *x, int64_t rows,
                       int64_t cols, int64_t stride, float *out, const pc_lse_cpu_opts *opts) {
-    pc_status st = check_kernel_dtype(kernel, dtype);
-    if (st == PC_OK)
-        st = check_shape(rows, cols, stride);
+    pc_status st = check_rows_args(kernel, dtype, x, rows, cols, stride, out);
     if (st != PC_OK)
         return st;
-    if (!x)
-        return pc_fail(PC_ERR_ARG, "x is NULL");
-    if (!out)
-        return pc_fail(PC_ERR_ARG, "out is NULL");
     rows_ctx c = {.kernel = kernel,
                   .dtype = dtype,
                   .x = x,
@@ -361,15 +370,9 @@ pc_status pc_lse_rows(pc_lse_kernel kernel, pc_dtype dtype, const void *x, int64
 
 pc_status pc_lse_rows_ref(pc_dtype dtype, const void *x, int64_t rows, int64_t cols, int64_t stride,
                           double *out) {
-    pc_status st = check_kernel_dtype(PC_LSE_REF, dtype);
-    if (st == PC_OK)
-        st = check_shape(rows, cols, stride);
+    pc_status st = check_rows_args(PC_LSE_REF, dtype, x, rows, cols, stride, out);
     if (st != PC_OK)
         return st;
-    if (!x)
-        return pc_fail(PC_ERR_ARG, "x is NULL");
-    if (!out)
-        return pc_fail(PC_ERR_ARG, "out is NULL");
     size_t row_bytes = (size_t)stride * pc_dtype_size(dtype);
     for (int64_t r = 0; r < rows; r++)
         out[r] = pc_lse_ref_row(dtype, (const char *)x + (size_t)r * row_bytes, cols);
