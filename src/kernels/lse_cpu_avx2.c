@@ -53,7 +53,8 @@ static inline __m256 load_tail(const float *x, int64_t left) {
 }
 
 /* sum 2^t over x[0:n] with t = x * log2(e) - ml (one FMA; the product is exact inside it), or
- * t = (x - m) * log2(e) when scaled = 0. Prefetches the next chunk (see the AVX-512 path). */
+ * t = (x - m) * log2(e) when scaled = 0. Prefetches the next chunk into L1 and the chunk
+ * PC_CPU_FUSE_FAR ahead into L2 (see the AVX-512 path). */
 static inline __attribute__((always_inline)) float exp_sum(const float *x, int64_t n, float m,
                                                            float ml, int scaled) {
     const __m256 vm = _mm256_set1_ps(scaled ? -ml : m), l2e = _mm256_set1_ps(PC_LOG2E_F);
@@ -63,8 +64,11 @@ static inline __attribute__((always_inline)) float exp_sum(const float *x, int64
     int64_t i = 0;
     for (; i + 4 * W <= n; i += 4 * W) {
         const char *next = (const char *)(x + i + PC_CPU_FUSE_CHUNK);
+        const char *far = (const char *)(x + i + PC_CPU_FUSE_FAR);
         _mm_prefetch(next, _MM_HINT_T0);
         _mm_prefetch(next + 64, _MM_HINT_T0);
+        _mm_prefetch(far, _MM_HINT_T1);
+        _mm_prefetch(far + 64, _MM_HINT_T1);
         s0 = _mm256_add_ps(s0, TERM(_mm256_loadu_ps(x + i)));
         s1 = _mm256_add_ps(s1, TERM(_mm256_loadu_ps(x + i + W)));
         s2 = _mm256_add_ps(s2, TERM(_mm256_loadu_ps(x + i + 2 * W)));

@@ -45,8 +45,9 @@ static float max_pass(const float *x, int64_t n) {
 }
 
 /* sum 2^t over x[0:n] with t = x * log2(e) - ml (one FMA; the product is exact inside it), or
- * t = (x - m) * log2(e) when scaled = 0. Prefetches the next chunk: with the max pass and this
- * pass alternating per chunk, nothing else would overlap its memory traffic with arithmetic. */
+ * t = (x - m) * log2(e) when scaled = 0. Prefetches the next chunk into L1 (with the max pass
+ * and this pass alternating per chunk, nothing else would overlap its memory traffic with
+ * arithmetic) and the chunk PC_CPU_FUSE_FAR ahead into L2 (see lse_cpu.h). */
 static inline __attribute__((always_inline)) float exp_sum(const float *x, int64_t n, float m,
                                                            float ml, int scaled) {
     const __m512 vm = _mm512_set1_ps(scaled ? -ml : m), l2e = _mm512_set1_ps(PC_LOG2E_F);
@@ -57,10 +58,15 @@ static inline __attribute__((always_inline)) float exp_sum(const float *x, int64
     int64_t i = 0;
     for (; i + 4 * W <= n; i += 4 * W) {
         const char *next = (const char *)(x + i + PC_CPU_FUSE_CHUNK);
+        const char *far = (const char *)(x + i + PC_CPU_FUSE_FAR);
         _mm_prefetch(next, _MM_HINT_T0);
         _mm_prefetch(next + 64, _MM_HINT_T0);
         _mm_prefetch(next + 128, _MM_HINT_T0);
         _mm_prefetch(next + 192, _MM_HINT_T0);
+        _mm_prefetch(far, _MM_HINT_T1);
+        _mm_prefetch(far + 64, _MM_HINT_T1);
+        _mm_prefetch(far + 128, _MM_HINT_T1);
+        _mm_prefetch(far + 192, _MM_HINT_T1);
         s0 = _mm512_add_ps(s0, TERM(_mm512_loadu_ps(x + i)));
         s1 = _mm512_add_ps(s1, TERM(_mm512_loadu_ps(x + i + W)));
         s2 = _mm512_add_ps(s2, TERM(_mm512_loadu_ps(x + i + 2 * W)));
