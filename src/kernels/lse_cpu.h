@@ -23,12 +23,12 @@
  * pass after the max pass) comes from L1 and DRAM is read once. */
 #define PC_CPU_FUSE_CHUNK 2048
 /* The exp pass also prefetches this many floats ahead into L2 (4 chunks, 32 KB). The L1
- * prefetch one chunk ahead alone is limited by the L1 fill buffers (a prefetch waits for a free
- * one) when the lines come from L3 or DRAM; the L2 prefetch keeps more lines in flight. Measured
- * on one thread (AVX-512, lsebench, ns per value, median of 5 alternating runs): 512 x 128256
- * (DRAM) 0.360 -> 0.293, 512 x 8192 (L3) 0.196 -> 0.184, 1 x 2^20 0.188 -> 0.179; AVX2
- * 512 x 128256 0.411 -> 0.376. 2 or 8 chunks ahead, or the L2 hint alone, were no better, and
- * the same for the 4-row path (fuse_rows) gained nothing. */
+ * prefetch one chunk ahead alone is most likely limited by the L1 fill buffers (a prefetch
+ * waits for a free one) when the lines come from L3 or DRAM; the L2 prefetch keeps more in
+ * flight. Measured on one thread (AVX-512, lsebench, ns per value, median of 5 alternating
+ * runs): 512 x 128256 (DRAM) 0.360 -> 0.293, 512 x 8192 (L3) 0.196 -> 0.184, 1 x 2^20
+ * 0.188 -> 0.179; AVX2 512 x 128256 0.411 -> 0.376. 2 or 8 chunks ahead, or the L2 hint alone,
+ * were no better, and the same for the 4-row path (fuse_rows) gained nothing. */
 #define PC_CPU_FUSE_FAR (4 * PC_CPU_FUSE_CHUNK)
 /* int combines this many values per balanced tree, then a tree over the chunk results; a power
  * of two, so every chunk tree has the same shape and the whole is a balanced tree. */
