@@ -5,6 +5,8 @@
  * fuse, one row of n values: chunks of PC_CPU_FUSE_CHUNK; per chunk the path returns its max m
  * and s = sum exp(x - m) (a max pass, then an exp2 pass from L1); chunk pairs merge as
  * (M, S) <- (max, S e^(M - max) + s e^(m - max)) with one scalar exp per chunk; one log per row.
+ * Where the path has fuse_chunk_at, the chunks after the first are summed in one pass against
+ * the running max M instead, S += s, with a scalar exp only when the max grows.
  * A chunk that reports NaN or +inf sends the row to the FP64 reference, which gives the NaN or
  * +inf the contract asks for; the hot loop never tests for them.
  *
@@ -193,6 +195,20 @@ static float fuse_row(const rows_ctx *c, const void *row, float *fbuf) {
             p = fbuf;
         }
         float m, s;
+        if (big_m != -INFINITY && c->impl->fuse_chunk_at &&
+            c->impl->fuse_chunk_at(p, len, big_m, &m, &s)) {
+            /* s is already against big_m: no exp unless the max grew (by at most
+             * PC_CPU_AT_SPAN), when the shift moves to the new max. */
+            if (isnan(s))
+                return fuse_finish(c, row, m, s);
+            if (m > big_m) {
+                big_s = (big_s + s) * expf(big_m - m);
+                big_m = m;
+            } else {
+                big_s += s;
+            }
+            continue;
+        }
         c->impl->fuse_chunk(p, len, &m, &s);
         if (isnan(s) || m == INFINITY)
             return fuse_finish(c, row, m, s);

@@ -30,6 +30,14 @@
  * 0.188 -> 0.179; AVX2 512 x 128256 0.411 -> 0.376. 2 or 8 chunks ahead, or the L2 hint alone,
  * were no better, and the same for the 4-row path (fuse_rows) gained nothing. */
 #define PC_CPU_FUSE_FAR (4 * PC_CPU_FUSE_CHUNK)
+/* The exp passes compute x log2(e) - fl(m log2(e)) with one FMA, then correct the sum for the
+ * rounding r of fl(m log2(e)) by (1 + r ln 2). |r| is half an ulp of m log2(e): up to 2^-9 below
+ * this bound (a correction error under 1e-6 of the sum), but 2^77 at m = 3e30, where every term
+ * became inf or 0 (AVX2 and AVX-512 returned inf for rows U(1e20, 3e20)). Chunks whose max is
+ * at least this large use (x - m) log2(e), as the scalar path always does. */
+#define PC_CPU_SCALED_MAX 32768.0f
+/* fuse_chunk_at takes a chunk whose max lies at most this far above the shift (nats). */
+#define PC_CPU_AT_SPAN 1.0f
 /* int combines this many values per balanced tree, then a tree over the chunk results; a power
  * of two, so every chunk tree has the same shape and the whole is a balanced tree. */
 #define PC_CPU_INT_CHUNK 1024
@@ -77,6 +85,13 @@ typedef struct pc_lse_cpu_impl {
     /* m = max of x[0:n] ignoring NaN (-inf if none); s = sum of exp(x_i - m') with m' = m, or
      * 0 when m = -inf. s is NaN when x holds a NaN or when m = +inf (the caller rescans). */
     void (*fuse_chunk)(const float *x, int64_t n, float *m, float *s);
+    /* Optional (NULL: the driver calls fuse_chunk): the same chunk against a shift g given by
+     * the caller (the max of the row's earlier chunks): m = max of x[0:n] ignoring NaN and
+     * s = sum of exp(x_i - g), in one pass. Returns 0 (m, s unset; the caller runs fuse_chunk)
+     * when g is not finite or |g| >= PC_CPU_SCALED_MAX, or when m > g + PC_CPU_AT_SPAN or
+     * m = +inf; s is NaN when x holds a NaN. Terms then lie under e^PC_CPU_AT_SPAN, so their
+     * exp2 arguments stay under 1.5, as accurate as the two passes' (largest term 2^0). */
+    int (*fuse_chunk_at)(const float *x, int64_t n, float g, float *m, float *s);
     /* Optional (NULL: the driver calls fuse_chunk row by row): fuse_chunk on each of `rows` rows
      * of n <= PC_CPU_FUSE_CHUNK floats, `stride` apart, several rows interleaved, because a short
      * row alone is bound by the latency of its reductions, not by arithmetic. */

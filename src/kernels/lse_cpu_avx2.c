@@ -106,12 +106,12 @@ static void fuse_chunk(const float *x, int64_t n, float *m_out, float *s_out) {
     /* An all -inf chunk still runs the exp pass (shift 0) so that a NaN shows in s; its
      * -inf lanes give about 2^-126 each, which the caller ignores with the chunk. */
     float shift = m == -INFINITY ? 0.0f : m, ml = shift * PC_LOG2E_F, s;
-    if (fabsf(shift) < 1e38f) {
+    if (fabsf(shift) < PC_CPU_SCALED_MAX) {
         /* The sum used 2^-ml in place of 2^-(shift log2 e): undo the rounding of ml. */
         double err = (double)ml - (double)shift * (double)PC_LOG2E_F;
         s = (float)(exp_sum(x, n, shift, ml, 1) * (1.0 + err * 0.6931471805599453));
     } else {
-        s = exp_sum(x, n, shift, ml, 0); /* shift * log2 e could overflow */
+        s = exp_sum(x, n, shift, ml, 0); /* see PC_CPU_SCALED_MAX */
     }
     *s_out = m == -INFINITY && !isnan(s) ? 0.0f : s;
 }
@@ -137,7 +137,7 @@ static void fuse4(const float *x, int64_t n, int64_t stride, float *m_out, float
     }
     float m[4] = {hmax(a0), hmax(a1), hmax(a2), hmax(a3)}, ml[4];
     for (int r = 0; r < 4; r++) {
-        if (!(fabsf(m[r]) < 1e38f) && m[r] != -INFINITY) {
+        if (!(fabsf(m[r]) < PC_CPU_SCALED_MAX) && m[r] != -INFINITY) {
             for (int q = 0; q < 4; q++)
                 fuse_chunk(x + q * stride, n, &m_out[q], &s_out[q]);
             return;
