@@ -116,6 +116,56 @@ static void fuse_chunk(const float *x, int64_t n, float *m_out, float *s_out) {
     *s_out = m == -INFINITY && !isnan(s) ? 0.0f : s;
 }
 
+/* See pc_lse_cpu_impl.fuse_chunk_at and the AVX-512 path. -inf values give about 2^-126 each
+ * here, nothing beside the running sum, which holds at least 1. */
+static int fuse_chunk_at(const float *x, int64_t n, float g, float *m_out, float *s_out) {
+    if (!(fabsf(g) < PC_CPU_SCALED_MAX))
+        return 0;
+    const float ml = g * PC_LOG2E_F;
+    const __m256 vm = _mm256_set1_ps(-ml), l2e = _mm256_set1_ps(PC_LOG2E_F);
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 a0 = ninf, a1 = ninf, a2 = ninf, a3 = ninf;
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 4 * W <= n; i += 4 * W) {
+        const char *next = (const char *)(x + i + PC_CPU_FUSE_CHUNK);
+        const char *far = (const char *)(x + i + PC_CPU_FUSE_FAR);
+        _mm_prefetch(next, _MM_HINT_T0);
+        _mm_prefetch(next + 64, _MM_HINT_T0);
+        _mm_prefetch(far, _MM_HINT_T1);
+        _mm_prefetch(far + 64, _MM_HINT_T1);
+        __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + W);
+        __m256 v2 = _mm256_loadu_ps(x + i + 2 * W), v3 = _mm256_loadu_ps(x + i + 3 * W);
+        a0 = _mm256_max_ps(v0, a0);
+        a1 = _mm256_max_ps(v1, a1);
+        a2 = _mm256_max_ps(v2, a2);
+        a3 = _mm256_max_ps(v3, a3);
+        s0 = _mm256_add_ps(s0, exp2_v(_mm256_fmadd_ps(v0, l2e, vm)));
+        s1 = _mm256_add_ps(s1, exp2_v(_mm256_fmadd_ps(v1, l2e, vm)));
+        s2 = _mm256_add_ps(s2, exp2_v(_mm256_fmadd_ps(v2, l2e, vm)));
+        s3 = _mm256_add_ps(s3, exp2_v(_mm256_fmadd_ps(v3, l2e, vm)));
+    }
+    for (; i + W <= n; i += W) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        a0 = _mm256_max_ps(v, a0);
+        s0 = _mm256_add_ps(s0, exp2_v(_mm256_fmadd_ps(v, l2e, vm)));
+    }
+    if (i < n) {
+        __m256 v = load_tail(x + i, n - i);
+        a1 = _mm256_max_ps(v, a1);
+        s1 = _mm256_add_ps(s1, exp2_v(_mm256_fmadd_ps(v, l2e, vm)));
+    }
+    float m = hmax(_mm256_max_ps(_mm256_max_ps(a0, a1), _mm256_max_ps(a2, a3)));
+    if (!(m - g <= PC_CPU_AT_SPAN))
+        return 0; /* also m = +inf */
+    float s = hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    /* As in fuse_chunk: the sum used 2^-ml in place of 2^-(g log2 e); undo the rounding of ml. */
+    double err = (double)ml - (double)g * (double)PC_LOG2E_F;
+    *m_out = m;
+    *s_out = (float)(s * (1.0 + err * 0.6931471805599453));
+    return 1;
+}
+
 /* fuse_chunk on 4 rows at once: each loop step feeds four independent chains. Rows that need
  * the unscaled form or report +inf go through fuse_chunk instead (rare). */
 static void fuse4(const float *x, int64_t n, int64_t stride, float *m_out, float *s_out) {
@@ -365,6 +415,7 @@ static void int_terms_t(const int32_t *wqt, int64_t ins, int64_t outs, const int
 
 const pc_lse_cpu_impl pc_lse_cpu_avx2 = {
     .fuse_chunk = fuse_chunk,
+    .fuse_chunk_at = fuse_chunk_at,
     .fuse_rows = fuse_rows,
     .widen = widen,
     .max_f32 = max_f32,
