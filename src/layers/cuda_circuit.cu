@@ -38,46 +38,11 @@ void pc_gpu_release(pc_gpu_state *s, void *ptr, size_t bytes) {
 
 /* ---- plan ---------------------------------------------------------------------------------*/
 
-/* Assigns message slots in evaluation order with a FIFO of freed slots (the oldest freed slot
- * first, so the recorded reader has most likely finished long before). A freed slot is reused
- * only by a group of a later layer than its reader: a reader in the same layer would make the
- * new writer wait on a sibling, and such waits chain the persistent kernels' items one after
- * another instead of letting each layer run at once. */
+/* The slot plan (src/layers/gpu_plan.c, tested without a GPU) into the host copy of the groups. */
 static pc_status plan_slots(pc_gpu_state *s) {
-    const pc_circuit *c = s->circuit;
-    const int32_t G = c->num_groups;
-    int32_t *fifo_slot = (int32_t *)malloc(sizeof(int32_t) * (size_t)(G + 1));
-    int32_t *fifo_reader = (int32_t *)malloc(sizeof(int32_t) * (size_t)(G + 1));
-    int32_t *layer_of = (int32_t *)malloc(sizeof(int32_t) * (size_t)(G + 1));
-    s->h_groups = (pc_gpu_group *)calloc((size_t)G, sizeof(pc_gpu_group));
-    if (!fifo_slot || !fifo_reader || !layer_of || !s->h_groups) {
-        free(fifo_slot), free(fifo_reader), free(layer_of);
-        return pc_fail(PC_ERR_NOMEM, "GPU plan for %d groups: out of host memory", G);
-    }
-    for (int32_t l = 0; l < c->num_layers; l++)
-        for (int32_t g = c->layer_start[l]; g < c->layer_start[l + 1]; g++) layer_of[g] = l;
-    int32_t head = 0, tail = 0, slots = 0;
-    for (int32_t g = 0; g < G; g++) {
-        pc_gpu_group *h = &s->h_groups[g];
-        h->var_begin = c->var_start[g], h->var_end = c->var_start[g + 1];
-        h->child_begin = c->child_start[g], h->child_end = c->child_start[g + 1];
-        h->wait = -1;
-        if (c->group_parent[g] < 0) {
-            h->slot = -1;
-        } else if (head < tail && layer_of[fifo_reader[head]] < layer_of[g]) {
-            h->slot = fifo_slot[head], h->wait = fifo_reader[head], head++;
-        } else {
-            h->slot = slots++;
-        }
-        for (int32_t i = h->child_begin; i < h->child_end; i++) {
-            fifo_slot[tail] = s->h_groups[c->group_children[i]].slot;
-            fifo_reader[tail] = g;
-            tail++;
-        }
-    }
-    free(fifo_slot), free(fifo_reader), free(layer_of);
-    s->num_slots = slots > 0 ? slots : 1;
-    return PC_OK;
+    s->h_groups = (pc_gpu_group *)calloc((size_t)s->G, sizeof(pc_gpu_group));
+    if (!s->h_groups) return pc_fail(PC_ERR_NOMEM, "GPU plan for %d groups: out of host memory", s->G);
+    return pc_gpu_plan(s->circuit, s->h_groups, &s->num_slots);
 }
 
 /* Device bytes for a chunk of `chunk` samples. */

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "layers/backend.h"
+#include "layers/gpu_plan.h"
 #include "pc/status.h"
 
 /* Checks a CUDA runtime call; on failure records which call failed and jumps to `fail`
@@ -51,13 +52,6 @@
         }                                                                                   \
     } while (0)
 
-/* One group as the kernels see it (evaluation order). */
-typedef struct pc_gpu_group {
-    int32_t var_begin, var_end;     /* into vars */
-    int32_t child_begin, child_end; /* into children / child_slot */
-    int32_t slot;                   /* slot of msg_g; -1 for the root */
-    int32_t wait;                   /* group that must finish a tile before g writes it, or -1 */
-} pc_gpu_group;
 
 /* Everything a kernel reads, by value (device pointers). */
 typedef struct pc_gpu_args {

@@ -1,0 +1,114 @@
+/* The GPU engine's message-slot plan (src/layers/gpu_plan.c), checked without a GPU: on random
+ * circuits and on the shipped MNIST model, every message stays in its slot until its parent has
+ * read it, and a wait never points into the writer's own layer. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "hclt_random.h"
+#include "layers/gpu_plan.h"
+#include "pc/circuit.h"
+#include "pc/hclt.h"
+
+/* Checks the plan of c and returns its slot count. */
+static int32_t check_plan(const pc_circuit *c) {
+    const int32_t G = c->num_groups;
+    pc_gpu_group *g = calloc((size_t)G, sizeof *g);
+    int32_t *layer_of = malloc(sizeof(int32_t) * (size_t)G);
+    int32_t slots = 0;
+    assert_non_null(g);
+    assert_non_null(layer_of);
+    assert_int_equal(pc_gpu_plan(c, g, &slots), PC_OK);
+    assert_true(slots >= 1 && slots <= (G > 1 ? G - 1 : 1));
+    for (int32_t l = 0; l < c->num_layers; l++)
+        for (int32_t i = c->layer_start[l]; i < c->layer_start[l + 1]; i++) layer_of[i] = l;
+    /* last[s]: the latest group written into slot s so far (evaluation order), or -1. */
+    int32_t *last = malloc(sizeof(int32_t) * (size_t)slots);
+    assert_non_null(last);
+    for (int32_t s = 0; s < slots; s++) last[s] = -1;
+    for (int32_t i = 0; i < G; i++) {
+        assert_int_equal(g[i].var_begin, c->var_start[i]);
+        assert_int_equal(g[i].var_end, c->var_start[i + 1]);
+        assert_int_equal(g[i].child_begin, c->child_start[i]);
+        assert_int_equal(g[i].child_end, c->child_start[i + 1]);
+        if (c->group_parent[i] < 0) {
+            assert_int_equal(g[i].slot, -1);
+            assert_int_equal(g[i].wait, -1);
+            continue;
+        }
+        assert_true(g[i].slot >= 0 && g[i].slot < slots);
+        const int32_t prev = last[g[i].slot];
+        if (prev < 0) {
+            assert_int_equal(g[i].wait, -1); /* a fresh slot needs no wait */
+        } else {
+            /* The previous occupant's reader is its parent: i waits for it, and that reader is
+             * in an earlier layer, so the layered path has run it and the wait never chains
+             * siblings of one layer. */
+            const int32_t reader = c->group_parent[prev];
+            assert_int_equal(g[i].wait, reader);
+            assert_true(layer_of[reader] < layer_of[i]);
+        }
+        last[g[i].slot] = i;
+    }
+    /* Every child's slot, as its parent sees it, still holds that child: no later group of an
+     * earlier-or-equal layer than the parent took it over. */
+    for (int32_t p = 0; p < G; p++)
+        for (int32_t k = c->child_start[p]; k < c->child_start[p + 1]; k++) {
+            const int32_t ch = c->group_children[k];
+            for (int32_t j = ch + 1; j < G && layer_of[j] <= layer_of[p]; j++)
+                if (g[j].slot == g[ch].slot) fail_msg("group %d overwrites child %d of %d", j, ch, p);
+        }
+    free(last), free(layer_of), free(g);
+    return slots;
+}
+
+static void test_random_circuits(void **state) {
+    (void)state;
+    for (int rep = 0; rep < 200; rep++) {
+        const int32_t V = (int32_t)pc_hr_int(1, 300);
+        pc_hclt *m = pc_hr_model(V, 2, (int32_t)pc_hr_int(1, 4), pc_hr_unit(), 0);
+        pc_circuit *c = NULL;
+        if (pc_circuit_compile(m, &c) != PC_OK) fail_msg("compile: %s", pc_last_error());
+        check_plan(c);
+        pc_circuit_free(c);
+        pc_hclt_free(m);
+    }
+}
+
+/* The shipped model's tree: the plan is valid and reuses slots (far fewer than groups). */
+static void test_mnist_model(void **state) {
+    (void)state;
+    const char *src = getenv("PC_SOURCE_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/models/mnist.h5", src ? src : ".");
+    pc_hclt *m = NULL;
+    if (pc_hclt_load(path, &m) != PC_OK) fail_msg("%s", pc_last_error());
+    pc_circuit *c = NULL;
+    if (pc_circuit_compile(m, &c) != PC_OK) fail_msg("compile: %s", pc_last_error());
+    const int32_t slots = check_plan(c);
+    print_message("mnist.h5: %d groups, %d layers, %d message slots\n", c->num_groups,
+                  c->num_layers, slots);
+    assert_true(slots < c->num_groups / 2);
+    pc_circuit_free(c);
+    pc_hclt_free(m);
+}
+
+static void test_bad_arguments(void **state) {
+    (void)state;
+    int32_t slots = 0;
+    assert_int_equal(pc_gpu_plan(NULL, NULL, &slots), PC_ERR_ARG);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_random_circuits),
+        cmocka_unit_test(test_mnist_model),
+        cmocka_unit_test(test_bad_arguments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
