@@ -30,6 +30,17 @@
  * 0.188 -> 0.179; AVX2 512 x 128256 0.411 -> 0.376. 2 or 8 chunks ahead, or the L2 hint alone,
  * were no better, and the same for the 4-row path (fuse_rows) gained nothing. */
 #define PC_CPU_FUSE_FAR (4 * PC_CPU_FUSE_CHUNK)
+
+#if defined(__SSE__)
+/* The prefetches of one step of the exp loops at x (a step reads `lines` cache lines): the same
+ * lines one chunk ahead into L1 and PC_CPU_FUSE_FAR ahead into L2. */
+static inline __attribute__((always_inline)) void pc_fuse_prefetch(const float *x, int lines) {
+    const char *next = (const char *)(x + PC_CPU_FUSE_CHUNK);
+    const char *far = (const char *)(x + PC_CPU_FUSE_FAR);
+    for (int l = 0; l < lines; l++) _mm_prefetch(next + 64 * l, _MM_HINT_T0);
+    for (int l = 0; l < lines; l++) _mm_prefetch(far + 64 * l, _MM_HINT_T1);
+}
+#endif
 /* The exp passes compute x log2(e) - fl(m log2(e)) with one FMA, then correct the sum for the
  * rounding r of fl(m log2(e)) by (1 + r ln 2). |r| is half an ulp of m log2(e): up to 2^-9 below
  * this bound (a correction error under 1e-6 of the sum), but 2^77 at m = 3e30, where every term

@@ -57,16 +57,7 @@ static inline __attribute__((always_inline)) float exp_sum(const float *x, int64
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     int64_t i = 0;
     for (; i + 4 * W <= n; i += 4 * W) {
-        const char *next = (const char *)(x + i + PC_CPU_FUSE_CHUNK);
-        const char *far = (const char *)(x + i + PC_CPU_FUSE_FAR);
-        _mm_prefetch(next, _MM_HINT_T0);
-        _mm_prefetch(next + 64, _MM_HINT_T0);
-        _mm_prefetch(next + 128, _MM_HINT_T0);
-        _mm_prefetch(next + 192, _MM_HINT_T0);
-        _mm_prefetch(far, _MM_HINT_T1);
-        _mm_prefetch(far + 64, _MM_HINT_T1);
-        _mm_prefetch(far + 128, _MM_HINT_T1);
-        _mm_prefetch(far + 192, _MM_HINT_T1);
+        pc_fuse_prefetch(x + i, 4);
         s0 = _mm512_add_ps(s0, TERM(_mm512_loadu_ps(x + i)));
         s1 = _mm512_add_ps(s1, TERM(_mm512_loadu_ps(x + i + W)));
         s2 = _mm512_add_ps(s2, TERM(_mm512_loadu_ps(x + i + 2 * W)));
@@ -111,16 +102,7 @@ static int fuse_chunk_at(const float *x, int64_t n, float g, float *m_out, float
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     int64_t i = 0;
     for (; i + 4 * W <= n; i += 4 * W) {
-        const char *next = (const char *)(x + i + PC_CPU_FUSE_CHUNK);
-        const char *far = (const char *)(x + i + PC_CPU_FUSE_FAR);
-        _mm_prefetch(next, _MM_HINT_T0);
-        _mm_prefetch(next + 64, _MM_HINT_T0);
-        _mm_prefetch(next + 128, _MM_HINT_T0);
-        _mm_prefetch(next + 192, _MM_HINT_T0);
-        _mm_prefetch(far, _MM_HINT_T1);
-        _mm_prefetch(far + 64, _MM_HINT_T1);
-        _mm_prefetch(far + 128, _MM_HINT_T1);
-        _mm_prefetch(far + 192, _MM_HINT_T1);
+        pc_fuse_prefetch(x + i, 4);
         __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + W);
         __m512 v2 = _mm512_loadu_ps(x + i + 2 * W), v3 = _mm512_loadu_ps(x + i + 3 * W);
         a0 = _mm512_max_ps(v0, a0);
