@@ -26,6 +26,14 @@
 
 static const pc_backend backends[] = {PC_BACKEND_FUSE, PC_BACKEND_INT, PC_BACKEND_GEMM};
 
+/* What is timed: the three backends, and fuse's persistent strategy forced wherever fuse picked
+ * the tile strategy, so one run shows what the choice gains. */
+typedef struct variant {
+    const char *label;
+    pc_backend backend;
+    const pc_backend_ops *ops;
+} variant;
+
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -46,12 +54,6 @@ static int parse_list(const char *s, int *out) {
 static void die(const char *what) {
     fprintf(stderr, "gpu_circuit_bench: %s: %s\n", what, pc_last_error());
     exit(1);
-}
-
-static const pc_backend_ops *ops_of(pc_backend b) {
-    return b == PC_BACKEND_FUSE ? &pc_backend_fuse_ops
-           : b == PC_BACKEND_INT ? &pc_backend_int_ops
-                                 : &pc_backend_gemm_ops;
 }
 
 static pc_data *load_mnist(const char *file) {
@@ -78,30 +80,41 @@ static void time_k(FILE *js, int *first, const int32_t *parent, const pc_data *t
     if (pc_circuit_compile(m, &c) != PC_OK) die("compile");
     fprintf(stderr, "K=%d: %d groups, %d layers, %lld sum params\n", K, c->num_groups,
             c->num_layers, (long long)sum_params(c));
-    for (size_t bi = 0; bi < sizeof backends / sizeof backends[0]; bi++) {
-        const pc_backend be = backends[bi];
-        pc_eval_opts opts = {be, maxb, 0};
+    const variant variants[] = {
+        {"fuse", PC_BACKEND_FUSE, &pc_backend_fuse_ops},
+        {"fuse-persistent", PC_BACKEND_FUSE, &pc_backend_fuse_persistent_ops},
+        {"int", PC_BACKEND_INT, &pc_backend_int_ops},
+        {"gemm", PC_BACKEND_GEMM, &pc_backend_gemm_ops},
+    };
+    int fuse_is_persistent = 0;
+    for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; vi++) {
+        const variant *v = &variants[vi];
+        pc_eval_opts opts = {v->backend, maxb, 0};
         void *st = NULL;
-        if (ops_of(be)->create(c, &opts, &st) != PC_OK) die(pc_backend_name(be));
+        if (v->ops == &pc_backend_fuse_persistent_ops && fuse_is_persistent) continue;
+        if (v->ops->create(c, &opts, &st) != PC_OK) die(v->label);
+        const char *strategy = pc_gpu_strategy(st);
+        if (v->ops == &pc_backend_fuse_ops) fuse_is_persistent = !strcmp(strategy, "persistent");
         for (int i = 0; i < nb; i++) {
             double ms = 0.0;
-            const int r = be == PC_BACKEND_INT && K >= 128 ? (reps + 3) / 4 : reps;
+            const int r = v->backend == PC_BACKEND_INT && K >= 128 ? (reps + 3) / 4 : reps;
             if (pc_gpu_time_forward(st, batches[i], 3, r, 7, &ms) != PC_OK) die("time_forward");
             const double flop = 2.0 * (double)sum_params(c) * batches[i];
-            const size_t peak = ops_of(be)->peak_device_bytes(st);
-            fprintf(stderr, "  %-5s K=%-4d b=%-5d %9.4f ms  %7.2f TFLOP/s  peak %.1f MiB\n",
-                    pc_backend_name(be), K, batches[i], ms, flop / ms * 1e-9, peak / 1048576.0);
+            const size_t peak = v->ops->peak_device_bytes(st);
+            fprintf(stderr, "  %-15s (%s) K=%-4d b=%-5d %9.4f ms  %7.2f TFLOP/s  peak %.1f MiB\n",
+                    v->label, strategy, K, batches[i], ms, flop / ms * 1e-9, peak / 1048576.0);
             fprintf(js,
-                    "%s\n    {\"kind\": \"timing\", \"backend\": \"%s\", \"K\": %d, \"batch\": %d, "
+                    "%s\n    {\"kind\": \"timing\", \"backend\": \"%s\", \"strategy\": \"%s\", "
+                    "\"K\": %d, \"batch\": %d, "
                     "\"ms\": %.6f, \"reps\": %d, \"sum_params\": %lld, \"groups\": %d, "
                     "\"layers\": %d, \"flop\": %.6g, \"weight_bytes\": %lld, "
                     "\"peak_device_bytes\": %zu}",
-                    *first ? "" : ",", pc_backend_name(be), K, batches[i], ms, r,
+                    *first ? "" : ",", v->label, strategy, K, batches[i], ms, r,
                     (long long)sum_params(c), c->num_groups, c->num_layers, flop,
                     (long long)sum_params(c) * 4, peak);
             *first = 0;
         }
-        ops_of(be)->destroy(st);
+        v->ops->destroy(st);
     }
     pc_circuit_free(c);
     pc_hclt_free(m);

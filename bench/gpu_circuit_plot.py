@@ -41,11 +41,12 @@ def main():
     batches = sorted({r["batch"] for r in timing})
     fig, axes = plt.subplots(1, len(batches), figsize=(6 * len(batches), 4.5), squeeze=False)
     print(f"GPU: {res['gpu']}\n")
-    print("| backend | K | batch | ms | PyJuice ms | speed-up | TFLOP/s | % FP32 peak | "
+    print("| backend | strategy | K | batch | ms | PyJuice ms | speed-up | TFLOP/s | % FP32 peak | "
           "compute floor ms | read floor ms | bound | peak MiB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    styles = (("fuse", "o-"), ("fuse-persistent", "o:"), ("gemm", "s-"), ("int", "^-"))
     for ax, b in zip(axes[0], batches):
-        for be, style in (("fuse", "o-"), ("gemm", "s-"), ("int", "^-")):
+        for be, style in styles:
             pts = sorted((r["K"], r) for r in timing if r["batch"] == b and r["backend"] == be)
             if not pts:
                 continue
@@ -53,7 +54,7 @@ def main():
             for k, r in pts:
                 pj = PYJUICE_MS.get((k, b))
                 c, m, what = bound(r)
-                print(f"| {be} | {k} | {b} | {r['ms']:.4f} | {pj if pj else '-'} | "
+                print(f"| {be} | {r.get('strategy', '-')} | {k} | {b} | {r['ms']:.4f} | {pj if pj else '-'} | "
                       f"{(pj / r['ms']) if pj else float('nan'):.2f}x | "
                       f"{r['flop'] / r['ms'] * 1e-9:.2f} | "
                       f"{100 * r['flop'] / (r['ms'] * 1e-3) / FP32_PEAK:.1f} | {c * 1e3:.4f} | "

@@ -27,6 +27,9 @@ extern const pc_backend_ops pc_backend_cpu_fuse_ops;
 extern const pc_backend_ops pc_backend_fuse_ops;
 extern const pc_backend_ops pc_backend_int_ops;
 extern const pc_backend_ops pc_backend_gemm_ops;
+/* fuse's two strategies by name, for tests and benchmarks (fuse itself picks one by K). */
+extern const pc_backend_ops pc_backend_fuse_tile_ops;
+extern const pc_backend_ops pc_backend_fuse_persistent_ops;
 
 #ifdef __cplusplus
 }

@@ -59,6 +59,7 @@ typedef struct pc_gpu_args {
     const int32_t *vars;        /* [V] */
     const int32_t *children;    /* [G - 1] child group ids */
     const int32_t *child_slot;  /* [G - 1] their slots */
+    const int32_t *layer_start; /* [L + 1] group ranges of the layers */
     const float *input;         /* [V][C + 1][K]; row C is the marginal (missing value) */
     const float *wexp;          /* [G][K][K] exp(trans_logw[t_g, j, k]) at [g][k][j] (fuse, gemm) */
     const int32_t *wq;          /* [G][K][K] Q16.16 base-2 trans_logw at [g][k][j] (int) */
@@ -73,7 +74,7 @@ typedef struct pc_gpu_args {
     int32_t *queue;             /* next work item of the persistent kernels */
     int64_t chunk;              /* samples per slot row block */
     int32_t n;                  /* samples in this forward */
-    int32_t V, C, K, G;
+    int32_t V, C, K, G, L;
     int32_t tiles, jtiles;      /* batch tiles of n, output tiles of K */
 } pc_gpu_args;
 
@@ -82,12 +83,14 @@ typedef struct pc_gpu_state pc_gpu_state;
 /* What differs between the backends. */
 typedef struct pc_gpu_impl {
     pc_backend backend;
+    const char *strategy; /* how the forward pass is scheduled, for reports */
     /* Chooses tile sizes for K; returns PC_ERR_UNSUPPORTED (with a message) when K is too
      * large for its shared-memory tiles. */
     pc_status (*configure)(pc_gpu_state *s);
     /* Uploads the backend's own parameter form. */
     pc_status (*upload)(pc_gpu_state *s);
-    /* Queues one forward pass of a->n samples on `stream` (it is being captured as a graph). */
+    /* Queues one forward pass of a->n samples on `stream` (it is being captured as a graph),
+     * including any counter resets the pass needs. */
     pc_status (*enqueue)(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream);
     /* Device bytes the backend adds to the common buffers for `chunk` samples. */
     size_t (*extra_bytes)(const pc_gpu_state *s, int64_t chunk);
@@ -117,7 +120,7 @@ struct pc_gpu_state {
     pc_gpu_group *h_groups;
     /* device */
     pc_gpu_group *d_groups;
-    int32_t *d_vars, *d_children, *d_child_slot;
+    int32_t *d_vars, *d_children, *d_child_slot, *d_layer_start;
     float *d_input, *d_wexp;
     int32_t *d_wq, *d_table;
     double *d_root_logw;
@@ -164,6 +167,15 @@ void pc_gpu_fill_args(const pc_gpu_state *s, int64_t n, int buf, int has_missing
 
 /* Uploads exp(trans_logw) transposed per group to s->d_wexp (fuse and gemm). */
 pc_status pc_gpu_upload_wexp(pc_gpu_state *s);
+
+/* Queues the reset of the persistent kernels' counters for a forward pass described by a. */
+pc_status pc_gpu_reset_counters(const pc_gpu_args *a, cudaStream_t stream);
+
+/* The fuse strategies (cuda_fuse.cu: persistent; cuda_fuse_tile.cu: tile, for small K). */
+extern const pc_gpu_impl pc_gpu_fuse_persistent_impl;
+extern const pc_gpu_impl pc_gpu_fuse_tile_impl;
+/* Whether the tile strategy can take the circuit (K and the shared memory its codes need). */
+int pc_gpu_fuse_tile_fits(const pc_circuit *circuit);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,5 @@
-/* `fuse`: the whole circuit in one persistent kernel. A work item is (group, batch tile of BM
+/* `fuse`, the persistent strategy (K above the tile strategy's range, cuda_fuse_tile.cu): the
+ * whole circuit in one persistent kernel. A work item is (group, batch tile of BM
  * samples, output tile of BN sum nodes); items are handed out in evaluation order through an
  * atomic counter and each waits for its children's tiles (pc_gpu_wait), so the tree's many
  * small layers run concurrently instead of one launch each.
@@ -185,6 +186,7 @@ static pc_status fuse_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_
     pc_status st = PC_OK;
     const int total = a->G * a->tiles * a->jtiles;
     const int grid = total < s->grid ? total : s->grid;
+    if ((st = pc_gpu_reset_counters(a, stream))) return st;
     fuse_pick(s->bn)<<<grid, FUSE_THREADS, s->smem, stream>>>(*a);
     PC_GPU_CHECK(cudaGetLastError());
 fail:
@@ -198,13 +200,29 @@ static size_t fuse_extra_bytes(const pc_gpu_state *s, int64_t chunk) {
 static pc_status fuse_alloc_extra(pc_gpu_state *s) { (void)s; return PC_OK; }
 static void fuse_free_extra(pc_gpu_state *s) { (void)s; }
 
-static const pc_gpu_impl fuse_impl = {PC_BACKEND_FUSE,  fuse_configure,   pc_gpu_upload_wexp,
-                                      fuse_enqueue,     fuse_extra_bytes, fuse_alloc_extra,
-                                      fuse_free_extra};
+extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
+    PC_BACKEND_FUSE,  "persistent",     fuse_configure,   pc_gpu_upload_wexp,
+    fuse_enqueue,     fuse_extra_bytes, fuse_alloc_extra, fuse_free_extra};
 
+/* Small K: the tile strategy (no waits between blocks); larger K: the persistent kernel, whose
+ * output tiles split each group's K x K product across blocks. */
 static pc_status fuse_create(const pc_circuit *c, const pc_eval_opts *o, void **state) {
-    return pc_gpu_create(&fuse_impl, c, o, state);
+    const pc_gpu_impl *impl =
+        pc_gpu_fuse_tile_fits(c) ? &pc_gpu_fuse_tile_impl : &pc_gpu_fuse_persistent_impl;
+    return pc_gpu_create(impl, c, o, state);
+}
+
+static pc_status fuse_tile_create(const pc_circuit *c, const pc_eval_opts *o, void **state) {
+    return pc_gpu_create(&pc_gpu_fuse_tile_impl, c, o, state);
+}
+
+static pc_status fuse_persistent_create(const pc_circuit *c, const pc_eval_opts *o, void **state) {
+    return pc_gpu_create(&pc_gpu_fuse_persistent_impl, c, o, state);
 }
 
 extern "C" const pc_backend_ops pc_backend_fuse_ops = {fuse_create, pc_gpu_evaluate,
                                                        pc_gpu_peak_bytes, pc_gpu_destroy};
+extern "C" const pc_backend_ops pc_backend_fuse_tile_ops = {
+    fuse_tile_create, pc_gpu_evaluate, pc_gpu_peak_bytes, pc_gpu_destroy};
+extern "C" const pc_backend_ops pc_backend_fuse_persistent_ops = {
+    fuse_persistent_create, pc_gpu_evaluate, pc_gpu_peak_bytes, pc_gpu_destroy};

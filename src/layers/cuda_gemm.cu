@@ -156,7 +156,7 @@ fail:
     return st;
 }
 
-static const pc_gpu_impl gemm_impl = {PC_BACKEND_GEMM, gemm_configure,   pc_gpu_upload_wexp,
+static const pc_gpu_impl gemm_impl = {PC_BACKEND_GEMM, "layered", gemm_configure,   pc_gpu_upload_wexp,
                                       gemm_enqueue,    gemm_extra_bytes, gemm_alloc_extra,
                                       gemm_free_extra};
 

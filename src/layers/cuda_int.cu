@@ -162,6 +162,7 @@ static pc_status int_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t
     pc_status st = PC_OK;
     const int total = a->G * a->tiles;
     const int grid = total < s->grid ? total : s->grid;
+    if ((st = pc_gpu_reset_counters(a, stream))) return st;
     int_kernel<<<grid, INT_THREADS, s->smem, stream>>>(*a, s->bm);
     PC_GPU_CHECK(cudaGetLastError());
 fail:
@@ -175,7 +176,7 @@ static size_t int_extra_bytes(const pc_gpu_state *s, int64_t chunk) {
 static pc_status int_alloc_extra(pc_gpu_state *s) { (void)s; return PC_OK; }
 static void int_free_extra(pc_gpu_state *s) { (void)s; }
 
-static const pc_gpu_impl int_impl = {PC_BACKEND_INT, int_configure,   int_upload,
+static const pc_gpu_impl int_impl = {PC_BACKEND_INT, "persistent", int_configure, int_upload,
                                      int_enqueue,    int_extra_bytes, int_alloc_extra,
                                      int_free_extra};
 
