@@ -1,6 +1,6 @@
 #!/bin/bash
 # One call on the GPU machine that checks every GPU part: a fresh build, the three GPU test
-# programs, the circuit benchmark at K = 16, 64, 256 and batches 512, 4096 (with accuracy of
+# programs, the circuit benchmark at K = 16, 64, 128, 256 and batches 512, 4096 (with accuracy of
 # fuse, int and gemm against ref on the MNIST test set for the shipped model), then
 # `pcinfer --kernel fuse models/mnist.h5 --compare ref` on the full test set.
 # Every step runs whatever the earlier ones did, under its own timeout; the summary printed last
@@ -68,7 +68,7 @@ done
 # ---- circuit benchmark (times, accuracy of the shipped model, throughput) ---------------------
 if [ -f "$build/libpc.a" ]; then
     OMP_NUM_THREADS=$(nproc) timeout 150 bench/gpu_circuit_bench.sh "$build" "$OUT" \
-        --ks 16,64,256 --batches 512,4096 --acc-k 0 > "$OUT/table.md" 2> "$OUT/bench.log"
+        --ks 16,64,128,256 --batches 512,4096 --acc-k 0 > "$OUT/table.md" 2> "$OUT/bench.log"
     note "gpu_circuit_bench: rc $? ($(since))"
 else
     note "gpu_circuit_bench: - (no library)"

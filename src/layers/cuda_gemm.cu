@@ -19,7 +19,7 @@
 static __global__ void __launch_bounds__(GEMM_THREADS) gemm_prodexp(pc_gpu_args a, int g0,
                                                                     float *e_out, double *mo) {
     extern __shared__ float4 smem4[];
-    const int K = a.K, ld = GEMM_BM + 4;
+    const int K = a.K, ld = pc_gpu_ld(GEMM_BM);
     float *es = reinterpret_cast<float *>(smem4);
     double *m = reinterpret_cast<double *>(es + (size_t)K * ld);
     double *o = m + GEMM_BM;
@@ -56,7 +56,7 @@ static __global__ void gemm_log(pc_gpu_args a, int g0, int ng, const float *y, c
 
 static __global__ void __launch_bounds__(GEMM_THREADS) gemm_root(pc_gpu_args a) {
     extern __shared__ float4 smem4[];
-    const int ld = GEMM_BM + 4;
+    const int ld = pc_gpu_ld(GEMM_BM);
     float *es = reinterpret_cast<float *>(smem4);
     double *m = reinterpret_cast<double *>(es + (size_t)a.K * ld);
     double *o = m + GEMM_BM;
@@ -82,7 +82,7 @@ static pc_status gemm_configure(pc_gpu_state *s) {
     pc_status st = PC_OK;
     int max_smem = 0;
     s->bm = GEMM_BM, s->bn = s->K;
-    s->smem = (size_t)s->K * (GEMM_BM + 4) * 4 + 2 * GEMM_BM * 8;
+    s->smem = (size_t)s->K * (pc_gpu_ld(GEMM_BM)) * 4 + 2 * GEMM_BM * 8;
     PC_GPU_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
     if (s->smem + PC_GPU_STATIC_SMEM > (size_t)max_smem)
         return pc_fail(PC_ERR_UNSUPPORTED,

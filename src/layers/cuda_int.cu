@@ -24,7 +24,7 @@
 #define INT_ZERO (PC_INT_FLOOR / 2)
 
 static size_t int_smem(int K, int bm) {
-    return (size_t)K * (bm + 4) * 4 + 2 * (size_t)bm * 8 + PC_INT_TABLE_LEN * 4;
+    return (size_t)K * pc_gpu_ld(bm) * 4 + 2 * (size_t)bm * 8 + PC_INT_TABLE_LEN * 4;
 }
 
 static __device__ __forceinline__ int32_t tree8(const int32_t (&v)[8], const int32_t *tab) {
@@ -56,7 +56,7 @@ static __device__ int32_t int_lse_column(const int32_t *wq, int K, int j, const 
 
 static __global__ void __launch_bounds__(INT_THREADS) int_kernel(pc_gpu_args a, int bm) {
     extern __shared__ float4 smem4[];
-    const int K = a.K, ld = bm + 4;
+    const int K = a.K, ld = pc_gpu_ld(bm);
     float *es = reinterpret_cast<float *>(smem4);
     double *m = reinterpret_cast<double *>(es + (size_t)K * ld);
     double *o = m + bm;
