@@ -113,9 +113,6 @@ static pc_status upload_common(pc_gpu_state *s) {
         goto fail;
     if ((st = pc_gpu_alloc(s, (void **)&s->d_child_slot, sizeof(int32_t) * (G - 1 + 1), "slots")))
         goto fail;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_layer_start, sizeof(int32_t) * (c->num_layers + 1),
-                           "layers")))
-        goto fail;
     if ((st = pc_gpu_alloc(s, (void **)&s->d_input, in_n * sizeof(float), "input_logp"))) goto fail;
     if ((st = pc_gpu_alloc(s, (void **)&s->d_root_logw, sizeof(double) * K, "root_logw"))) goto fail;
     PC_GPU_CHECK(cudaMemcpy(s->d_groups, s->h_groups, sizeof(pc_gpu_group) * G,
@@ -127,8 +124,6 @@ static pc_status upload_common(pc_gpu_state *s) {
         PC_GPU_CHECK(cudaMemcpy(s->d_child_slot, h_cs, sizeof(int32_t) * (G - 1),
                                 cudaMemcpyHostToDevice));
     }
-    PC_GPU_CHECK(cudaMemcpy(s->d_layer_start, c->layer_start, sizeof(int32_t) * (c->num_layers + 1),
-                            cudaMemcpyHostToDevice));
     PC_GPU_CHECK(cudaMemcpy(s->d_input, h_in, in_n * sizeof(float), cudaMemcpyHostToDevice));
     PC_GPU_CHECK(cudaMemcpy(s->d_root_logw, c->root_logw, sizeof(double) * K,
                             cudaMemcpyHostToDevice));
@@ -239,14 +234,13 @@ void pc_gpu_fill_args(const pc_gpu_state *s, int64_t n, int buf, int has_missing
                       pc_gpu_args *a) {
     memset(a, 0, sizeof(*a));
     a->groups = s->d_groups, a->vars = s->d_vars, a->children = s->d_children;
-    a->child_slot = s->d_child_slot, a->layer_start = s->d_layer_start;
-    a->input = s->d_input, a->wexp = s->d_wexp;
+    a->child_slot = s->d_child_slot, a->input = s->d_input, a->wexp = s->d_wexp;
     a->wq = s->d_wq, a->table = s->d_table, a->root_logw = s->d_root_logw;
     a->x = s->d_x[buf], a->missing = has_missing ? s->d_missing[buf] : NULL;
     a->off = s->d_off, a->rel = s->d_rel, a->logp = s->d_logp[buf];
     a->done = s->d_done, a->queue = s->d_done + (size_t)s->G * s->max_tiles;
     a->chunk = s->chunk, a->n = (int32_t)n;
-    a->V = s->V, a->C = s->C, a->K = s->K, a->G = s->G, a->L = s->circuit->num_layers;
+    a->V = s->V, a->C = s->C, a->K = s->K, a->G = s->G;
     a->tiles = (int32_t)((n + s->bm - 1) / s->bm);
     a->jtiles = (s->K + s->bn - 1) / s->bn;
 }
@@ -353,7 +347,7 @@ void pc_gpu_destroy(void *state) {
         if (s->graphs[i].exec) cudaGraphExecDestroy(s->graphs[i].exec);
     if (s->impl) s->impl->free_extra(s);
     cudaFree(s->d_groups), cudaFree(s->d_vars), cudaFree(s->d_children);
-    cudaFree(s->d_child_slot), cudaFree(s->d_layer_start), cudaFree(s->d_input), cudaFree(s->d_wexp), cudaFree(s->d_wq);
+    cudaFree(s->d_child_slot), cudaFree(s->d_input), cudaFree(s->d_wexp), cudaFree(s->d_wq);
     cudaFree(s->d_table), cudaFree(s->d_root_logw), cudaFree(s->d_off), cudaFree(s->d_rel);
     cudaFree(s->d_done);
     for (int i = 0; i < 2; i++) {

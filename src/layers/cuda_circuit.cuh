@@ -59,7 +59,6 @@ typedef struct pc_gpu_args {
     const int32_t *vars;        /* [V] */
     const int32_t *children;    /* [G - 1] child group ids */
     const int32_t *child_slot;  /* [G - 1] their slots */
-    const int32_t *layer_start; /* [L + 1] group ranges of the layers */
     const float *input;         /* [V][C + 1][K]; row C is the marginal (missing value) */
     const float *wexp;          /* [G][K][K] exp(trans_logw[t_g, j, k]) at [g][k][j] (fuse, gemm) */
     const int32_t *wq;          /* [G][K][K] Q16.16 base-2 trans_logw at [g][k][j] (int) */
@@ -74,7 +73,7 @@ typedef struct pc_gpu_args {
     int32_t *queue;             /* next work item of the persistent kernels */
     int64_t chunk;              /* samples per slot row block */
     int32_t n;                  /* samples in this forward */
-    int32_t V, C, K, G, L;
+    int32_t V, C, K, G;
     int32_t tiles, jtiles;      /* batch tiles of n, output tiles of K */
 } pc_gpu_args;
 
@@ -120,7 +119,7 @@ struct pc_gpu_state {
     pc_gpu_group *h_groups;
     /* device */
     pc_gpu_group *d_groups;
-    int32_t *d_vars, *d_children, *d_child_slot, *d_layer_start;
+    int32_t *d_vars, *d_children, *d_child_slot;
     float *d_input, *d_wexp;
     int32_t *d_wq, *d_table;
     double *d_root_logw;
@@ -184,12 +183,10 @@ int pc_gpu_fuse_tile_fits(const pc_circuit *circuit);
 /* ---- device helpers shared by the kernels --------------------------------------------------*/
 #ifdef __CUDACC__
 
-/* Phase A's gather: each thread takes PC_GPU_GATHER elements (sample, k) and PC_GPU_SOURCES
- * sources (children's messages or variables' input rows) at a time, and issues all their loads
- * before summing: one element or one source at a time would leave every load of a chain
- * (child slot -> message, variable -> pixel value -> input row) waiting on the previous one. */
+/* Elements (sample, k) each thread gathers at once in phase A: their loads are independent, so
+ * issuing them together hides memory latency (one element at a time leaves every load of a
+ * chain variable id -> pixel value -> input row waiting on the previous one). */
 #define PC_GPU_GATHER 4
-#define PC_GPU_SOURCES 4
 /* Largest block of the kernels that call phase A (its max reduction uses one float each), and
  * the static shared memory that takes, which the dynamic part must leave room for. */
 #define PC_GPU_MAX_THREADS 256
@@ -227,52 +224,38 @@ static __device__ void pc_gpu_phase_a(const pc_gpu_args &a, const pc_gpu_group &
     const int K = a.K, ld = pc_gpu_ld(bm), nt = blockDim.x;
     const int count = bm * K;
     const int64_t V = a.V;
-    /* 1. es[k][b] = p(b, k), k fastest across threads so that the loads of input rows and
-     *    messages coalesce. Sources s < nch are children, the rest variables. */
-    const int nch = g.child_end - g.child_begin, nsrc = nch + g.var_end - g.var_begin;
+    /* 1. es[k][b] = p(b, k), PC_GPU_GATHER elements per thread at a time (k fastest, so the
+     *    loads of input rows and messages coalesce). Out-of-range elements read sample b0. */
     for (int base = threadIdx.x; base < count; base += nt * PC_GPU_GATHER) {
         int64_t b[PC_GPU_GATHER];
         int k[PC_GPU_GATHER];
-        bool ok[PC_GPU_GATHER];
         double p[PC_GPU_GATHER];
 #pragma unroll
         for (int u = 0; u < PC_GPU_GATHER; u++) {
             const int i = base + u * nt;
             const int bl = i / K;
-            ok[u] = i < count && b0 + bl < a.n;
-            b[u] = ok[u] ? b0 + bl : b0;
-            k[u] = ok[u] ? i - bl * K : 0;
+            const bool ok = i < count && b0 + bl < a.n;
+            b[u] = ok ? b0 + bl : b0;
+            k[u] = ok ? i - bl * K : 0;
             p[u] = 0.0;
         }
-        for (int s0 = 0; s0 < nsrc; s0 += PC_GPU_SOURCES) {
-            float val[PC_GPU_SOURCES][PC_GPU_GATHER];
+        for (int vi = g.var_begin; vi < g.var_end; vi++) {
+            const int v = __ldg(a.vars + vi);
+            const float *rows = a.input + (size_t)v * (a.C + 1) * K;
+            int code[PC_GPU_GATHER];
 #pragma unroll
-            for (int q = 0; q < PC_GPU_SOURCES; q++) {
-                const int src = s0 + q;
-                if (src < nch) {
-                    const float *rel =
-                        a.rel + (size_t)__ldg(a.child_slot + g.child_begin + src) * a.chunk * K;
-#pragma unroll
-                    for (int u = 0; u < PC_GPU_GATHER; u++)
-                        val[q][u] = ok[u] ? __ldcg(rel + b[u] * K + k[u]) : 0.0f;
-                } else if (src < nsrc) {
-                    const int v = __ldg(a.vars + g.var_begin + src - nch);
-                    const float *rows = a.input + (size_t)v * (a.C + 1) * K;
-#pragma unroll
-                    for (int u = 0; u < PC_GPU_GATHER; u++) {
-                        const int64_t at = b[u] * V + v;
-                        const int code = (a.missing && __ldg(a.missing + at)) ? a.C : __ldg(a.x + at);
-                        val[q][u] = ok[u] ? __ldg(rows + (size_t)code * K + k[u]) : 0.0f;
-                    }
-                } else {
-#pragma unroll
-                    for (int u = 0; u < PC_GPU_GATHER; u++) val[q][u] = 0.0f;
-                }
+            for (int u = 0; u < PC_GPU_GATHER; u++) {
+                const int64_t at = b[u] * V + v;
+                code[u] = (a.missing && __ldg(a.missing + at)) ? a.C : __ldg(a.x + at);
             }
 #pragma unroll
-            for (int q = 0; q < PC_GPU_SOURCES; q++)
+            for (int u = 0; u < PC_GPU_GATHER; u++)
+                p[u] += (double)__ldg(rows + (size_t)code[u] * K + k[u]);
+        }
+        for (int ci = g.child_begin; ci < g.child_end; ci++) {
+            const float *rel = a.rel + (size_t)__ldg(a.child_slot + ci) * a.chunk * K;
 #pragma unroll
-                for (int u = 0; u < PC_GPU_GATHER; u++) p[u] += (double)val[q][u];
+            for (int u = 0; u < PC_GPU_GATHER; u++) p[u] += (double)__ldcg(rel + b[u] * K + k[u]);
         }
 #pragma unroll
         for (int u = 0; u < PC_GPU_GATHER; u++) {

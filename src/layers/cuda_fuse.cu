@@ -265,9 +265,15 @@ static fuse_fn fuse_pick(int bn) {
     switch (bn) {
     case 16: return fuse_kernel<128, 16, 4, 2, false>;
     case 32: return fuse_kernel<128, 32, 4, 4, false>;
+#ifdef PC_FUSE_NO_TC
+    case 64: return fuse_kernel<128, 64, 8, 4, false>;
+    case 128: return fuse_kernel<64, 128, 4, 8, false>;
+    default: return fuse_kernel_2<64, 256, 8, 8, false>;
+#else
     case 64: return fuse_kernel<128, 64, 1, 1, true>;
     case 128: return fuse_kernel<64, 128, 1, 1, true>;
     default: return fuse_kernel_2<64, 256, 1, 1, true>;
+#endif
     }
 }
 
@@ -280,7 +286,11 @@ static pc_status fuse_configure(pc_gpu_state *s) {
     else if (K <= 64) s->bm = 128, s->bn = 64;
     else if (K <= 128) s->bm = 64, s->bn = 128;
     else s->bm = 64, s->bn = 256;
+#ifdef PC_FUSE_NO_TC
+    s->smem = fuse_smem(K, s->bm, s->bn, false);
+#else
     s->smem = fuse_smem(K, s->bm, s->bn, s->bn >= 64);
+#endif
     PC_GPU_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
     if (s->smem + PC_GPU_STATIC_SMEM > (size_t)max_smem)
         return pc_fail(PC_ERR_UNSUPPORTED,

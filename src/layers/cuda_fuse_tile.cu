@@ -1,24 +1,25 @@
 /* `fuse` for small K (the "tile" strategy): each block scores its own T samples through the
- * whole circuit, layer by layer, with one barrier per layer and no communication between
- * blocks. Samples are independent, so a forward pass is one kernel launch with no dependency
- * polling, and every link of the layer chain costs a barrier and one round of loads instead of
- * a launch or a cross-block wait.
+ * whole circuit, with no communication between blocks. Samples are independent, so a forward
+ * pass is one kernel launch, and every link of the tree's dependency chain costs a flag in
+ * shared memory instead of a launch or a wait on another block.
  *
- * Work unit: (group, TW consecutive samples of the block), one warp. Per unit:
+ * Work unit: (group, TW consecutive samples of the block), one warp. Units are dealt to the
+ * block's warps round-robin in evaluation order; a warp starts a unit once the units it reads
+ * (its children's, and the previous reader of its message slot) have raised their flags in
+ * shared memory, so warps never wait for unrelated groups of the same layer. Per unit:
  *   1. p[t][k] = sum_v input[v, code(t, v), k] + sum_c rel_c[t][k] (+ root_logw[k] at the root),
- *      summed in FP64 and kept in FP32 in the warp's shared rows es[TW][KP];
- *   2. m[t] = max_k p[t][k] (TW lane groups, shuffles), O[t] = sum_c off_c[t] (FP64);
+ *      summed in FP64 and kept in FP32 in the warp's shared rows es[TW][KM];
+ *   2. m[t] = max_k p[t][k] (lane groups, shuffles); O[t] = sum_c off_c[t] (FP64);
  *   3. es = exp(p - m) in place (0 past K and where m = -inf);
  *   4. out[t][j] = sum_k es[t][k] exp(w[j, k]) in FP32 registers (lane = (sample lane sg, output
  *      column jl)), then rel_g[t][j] = log out, off_g[t] = O + m.
  * Messages use the engine's slots (cuda_circuit.cuh) in global memory; a block touches only its
- * own samples' rows, and the plan (gpu_plan.c) reuses a slot only in a later layer than its
- * reader, so the barrier after each layer is the only ordering needed. The block's sample
- * codes (x, or C where missing) are staged in shared memory once.
+ * own samples' rows. The plan (groups, variables, child slots) and the block's sample codes
+ * (x, or C where missing) are staged in shared memory once.
  *
  * Shapes: JW lanes across outputs (JW = smallest power of two >= K, at least 32 / TW) and
- * NJ = 1, or JW = 32 and NJ = 2 for 32 < K <= 64; SG = 32 / JW sample lanes, TS = TW / SG
- * samples per lane, so each lane holds TS x NJ accumulators. */
+ * NJ = 1, or JW = 32 and NJ = 2 for 32 < K <= 64; KM = JW NJ >= K is the padded row; SG = 32 / JW
+ * sample lanes, TS = TW / SG samples per lane, so each lane holds TS x NJ accumulators. */
 #include "layers/cuda_circuit.cuh"
 
 #define TILE_THREADS 512
@@ -29,45 +30,55 @@
 /* Shared memory the strategy may take per block (the rest of the SM's 228 KB stays L1). */
 #define TILE_SMEM_CAP (160 * 1024)
 
-static __host__ __device__ constexpr int tile_kp(int K) { return (K + 3) & ~3; }
 static __host__ __device__ constexpr size_t tile_round16(size_t b) { return (b + 15) & ~(size_t)15; }
 
-/* Shared memory, in this order: the plan (groups [G], vars [V], child_slot [G - 1]), the block's
- * sample codes [T][V] (uint16), then per warp es [TW][KP] floats, O [TW] doubles, m [TW] floats.
- * Every part starts on a 16-byte boundary. */
+/* Shared memory, in this order: the plan (groups [G], vars [V], child_slot [G - 1]), one flag
+ * per unit [G][T / TW], the block's sample codes [T][V] (uint16), then per warp es [TW][KM]
+ * floats, O [TW] doubles, m [TW] floats. Every part starts on a 16-byte boundary. */
 static __host__ __device__ size_t tile_plan_bytes(int G, int V) {
     return tile_round16((size_t)G * sizeof(pc_gpu_group)) + tile_round16((size_t)V * 4) +
            tile_round16((size_t)G * 4);
 }
-static __host__ __device__ size_t tile_warp_bytes(int K, int tw) {
-    return tile_round16((size_t)tw * (tile_kp(K) * 4 + 8 + 4));
+static __host__ __device__ size_t tile_flag_bytes(int G, int T, int tw) {
+    return tile_round16((size_t)G * (T / tw));
+}
+/* KM (the padded row) of the kernel tile_pick() chooses: the smallest power of two >= K, at
+ * least 32 / tw. */
+static int tile_km(int K, int tw) {
+    int km = 32 / tw;
+    while (km < K) km *= 2;
+    return km;
+}
+static __host__ __device__ size_t tile_warp_bytes(int km, int tw) {
+    return tile_round16((size_t)tw * (km * 4 + 8 + 4));
 }
 static size_t tile_smem(int G, int V, int K, int T, int tw) {
-    return tile_plan_bytes(G, V) + tile_round16((size_t)T * V * 2) +
-           TILE_WARPS * tile_warp_bytes(K, tw);
+    return tile_plan_bytes(G, V) + tile_flag_bytes(G, T, tw) + tile_round16((size_t)T * V * 2) +
+           TILE_WARPS * tile_warp_bytes(tile_km(K, tw), tw);
 }
 
-/* Sources (children's messages and input rows) a lane loads at once in step 1: about 32 loads
- * in flight, so the common group (a few sources) takes one round trip and MNIST's group of 101
- * variables a few. */
-template <int EM> static constexpr int tile_src_unroll() { return EM >= 8 ? 4 : EM >= 2 ? 32 / EM : 16; }
+/* Sources (children's messages and input rows) a lane loads at once in step 1: the common group
+ * (a few sources) takes one round trip, MNIST's group of 101 variables a few more. */
+template <int EM> static constexpr int tile_src_unroll() { return EM >= 4 ? 4 : 8; }
 
-/* The plan as staged in shared memory. */
+/* The plan as staged in shared memory, and the units' flags. */
 struct tile_plan {
     const pc_gpu_group *groups;
     const int32_t *vars, *child_slot;
+    volatile uint8_t *ready; /* [G][per_group] */
+    int per_group;
 };
 
 template <int TW, int JW, int NJ>
 static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, int gi, int64_t b0,
                                  const uint16_t *codes, float *es, float *mrow, double *orow) {
-    constexpr int SG = 32 / JW, TS = TW / SG, EM = TW * JW * NJ / 32, LT = 32 / TW;
-    constexpr int KM = JW * NJ, U = tile_src_unroll<EM>();
-    static_assert(SG * JW == 32 && TS * SG == TW && LT * TW == 32, "tile shape");
-    const int lane = threadIdx.x & 31, K = a.K, KP = tile_kp(K), V = a.V;
+    constexpr int SG = 32 / JW, TS = TW / SG, KM = JW * NJ, EM = TW * KM / 32, LT = 32 / TW;
+    constexpr int U = tile_src_unroll<EM>();
+    static_assert(SG * JW == 32 && TS * SG == TW && LT * TW == 32 && EM * 32 == TW * KM,
+                  "tile shape");
+    const int lane = threadIdx.x & 31, K = a.K, V = a.V;
     const pc_gpu_group g = plan.groups[gi];
     const bool root = g.slot < 0;
-    const int count = TW * K;
     const int jl = lane % JW, sg = lane / JW;
     const float *w = a.wexp + (size_t)gi * K * K;
 
@@ -80,17 +91,17 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
             wreg[k] = !root && k < K && jl < K ? __ldg(w + (size_t)k * K + jl) : 0.0f;
     }
 
-    /* 1. product: element i = t K + k of the unit, i = lane + 32 r; lanes < TW also sum the
-     *    children's offsets of sample `lane`. Sources s < nch are children, the rest variables. */
+    /* 1. product: element i = t KM + k of the unit, i = lane + 32 r (shifts, KM a power of
+     *    two); lanes < TW also sum the children's offsets of sample `lane`. Sources s < nch are
+     *    children, the rest variables. */
     int tt[EM], kk[EM];
     bool ok[EM];
     double p[EM], o = 0.0;
 #pragma unroll
     for (int r = 0; r < EM; r++) {
         const int i = lane + 32 * r;
-        tt[r] = i < count ? i / K : 0;
-        kk[r] = i < count ? i - tt[r] * K : 0;
-        ok[r] = i < count && b0 + tt[r] < a.n;
+        tt[r] = i / KM, kk[r] = i % KM;
+        ok[r] = kk[r] < K && b0 + tt[r] < a.n;
         p[r] = 0.0;
     }
     const bool own_off = lane < TW && b0 + lane < a.n;
@@ -104,10 +115,9 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
             ov[u] = 0.0;
             if (s < nch) {
                 const size_t slot = (size_t)plan.child_slot[g.child_begin + s];
-                /* rows b0 .. b0 + TW - 1 of the slot are contiguous: element i is at i */
                 const float *rel = a.rel + (slot * a.chunk + b0) * K;
 #pragma unroll
-                for (int r = 0; r < EM; r++) val[u][r] = ok[r] ? rel[lane + 32 * r] : 0.0f;
+                for (int r = 0; r < EM; r++) val[u][r] = ok[r] ? rel[tt[r] * K + kk[r]] : 0.0f;
                 if (own_off) ov[u] = a.off[slot * a.chunk + b0 + lane];
             } else if (s < nsrc) {
                 const int v = plan.vars[g.var_begin + s - nch];
@@ -129,9 +139,9 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
     }
 #pragma unroll
     for (int r = 0; r < EM; r++) {
-        if (lane + 32 * r >= count) continue;
+        if (kk[r] >= K) continue;
         if (root) p[r] += __ldg(a.root_logw + kk[r]);
-        es[tt[r] * KP + kk[r]] = ok[r] ? (float)p[r] : -INFINITY;
+        es[tt[r] * KM + kk[r]] = ok[r] ? (float)p[r] : -INFINITY;
     }
     if (lane < TW) orow[lane] = o;
     __syncwarp();
@@ -140,16 +150,17 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
     {
         const int t = lane / LT, l = lane - t * LT;
         float mx = -INFINITY;
-        for (int k = l; k < K; k += LT) mx = fmaxf(mx, es[t * KP + k]);
+        for (int k = l; k < K; k += LT) mx = fmaxf(mx, es[t * KM + k]);
 #pragma unroll
         for (int d = LT / 2; d > 0; d /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, d));
         if (l == 0) mrow[t] = mx;
     }
     __syncwarp();
 
-    /* 3. exp in place; padding columns K .. KP - 1 become 0. */
-    for (int i = lane; i < TW * KP; i += 32) {
-        const int t = i / KP, k = i - t * KP;
+    /* 3. exp in place; padding columns K .. KM - 1 become 0. */
+#pragma unroll
+    for (int i = lane; i < TW * KM; i += 32) {
+        const int t = i / KM, k = i % KM;
         const float mb = mrow[t];
         es[i] = k < K && mb != -INFINITY ? __expf(es[i] - mb) : 0.0f;
     }
@@ -158,7 +169,7 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
     if (root) { /* log p(x) = O + m + log sum_k es[k], summed in FP64 */
         const int t = lane / LT, l = lane - t * LT;
         double sum = 0.0;
-        for (int k = l; k < K; k += LT) sum += (double)es[t * KP + k];
+        for (int k = l; k < K; k += LT) sum += (double)es[t * KM + k];
 #pragma unroll
         for (int d = LT / 2; d > 0; d /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, d);
         if (l == 0 && b0 + t < a.n)
@@ -169,7 +180,7 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
     }
 
     /* 4. out[t][j] = sum_k es[t][k] wexp[k][j], four k at a time, unrolled up to KM so that
-     *    the weight loads of K = 64 (NJ = 2) are issued ahead of their use. */
+     *    the weight loads of K > 32 (NJ = 2) are issued ahead of their use. */
     float acc[TS][NJ];
 #pragma unroll
     for (int s = 0; s < TS; s++)
@@ -189,7 +200,7 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
             }
 #pragma unroll
         for (int s = 0; s < TS; s++) {
-            const float4 e = *reinterpret_cast<const float4 *>(es + (sg + SG * s) * KP + k0);
+            const float4 e = *reinterpret_cast<const float4 *>(es + (sg + SG * s) * KM + k0);
 #pragma unroll
             for (int n = 0; n < NJ; n++) {
                 float v = acc[s][n];
@@ -218,21 +229,32 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
     __syncwarp();
 }
 
+/* Waits until unit (group, sub) has raised its flag (lane 0 polls, the warp follows). */
+static __device__ __forceinline__ void tile_wait(const tile_plan &plan, int group, int sub) {
+    if ((threadIdx.x & 31) == 0)
+        while (!plan.ready[group * plan.per_group + sub]) __nanosleep(32);
+    __syncwarp();
+    __threadfence_block();
+}
+
 /* Grid: one block per T samples. */
 template <int TW, int JW, int NJ>
 static __global__ void __launch_bounds__(TILE_THREADS) tile_kernel(pc_gpu_args a, int T) {
     extern __shared__ float4 smem4[];
     char *base = reinterpret_cast<char *>(smem4);
-    const int warp = threadIdx.x / 32, V = a.V, G = a.G, KP = tile_kp(a.K);
+    const int warp = threadIdx.x / 32, V = a.V, G = a.G, KM = JW * NJ;
+    const int per_group = T / TW, units = G * per_group;
     pc_gpu_group *groups = reinterpret_cast<pc_gpu_group *>(base);
     int32_t *vars = reinterpret_cast<int32_t *>(base + tile_round16((size_t)G * sizeof(pc_gpu_group)));
     int32_t *child_slot = reinterpret_cast<int32_t *>(reinterpret_cast<char *>(vars) +
                                                       tile_round16((size_t)V * 4));
-    uint16_t *codes = reinterpret_cast<uint16_t *>(base + tile_plan_bytes(G, V));
+    uint8_t *ready = reinterpret_cast<uint8_t *>(base + tile_plan_bytes(G, V));
+    uint16_t *codes = reinterpret_cast<uint16_t *>(reinterpret_cast<char *>(ready) +
+                                                   tile_flag_bytes(G, T, TW));
     char *mine = reinterpret_cast<char *>(codes) + tile_round16((size_t)T * V * 2) +
-                 (size_t)warp * tile_warp_bytes(a.K, TW);
+                 (size_t)warp * tile_warp_bytes(KM, TW);
     float *es = reinterpret_cast<float *>(mine);
-    double *orow = reinterpret_cast<double *>(es + TW * KP);
+    double *orow = reinterpret_cast<double *>(es + TW * KM);
     float *mrow = reinterpret_cast<float *>(orow + TW);
     const int64_t b0 = (int64_t)blockIdx.x * T;
     {
@@ -242,6 +264,7 @@ static __global__ void __launch_bounds__(TILE_THREADS) tile_kernel(pc_gpu_args a
         for (int i = threadIdx.x; i < words; i += TILE_THREADS) dst[i] = __ldg(src + i);
         for (int i = threadIdx.x; i < V; i += TILE_THREADS) vars[i] = __ldg(a.vars + i);
         for (int i = threadIdx.x; i < G - 1; i += TILE_THREADS) child_slot[i] = __ldg(a.child_slot + i);
+        for (int i = threadIdx.x; i < units; i += TILE_THREADS) ready[i] = 0;
     }
     for (int i = threadIdx.x; i < T * V; i += TILE_THREADS) {
         const int t = i / V, v = i - t * V;
@@ -254,16 +277,19 @@ static __global__ void __launch_bounds__(TILE_THREADS) tile_kernel(pc_gpu_args a
         codes[i] = code;
     }
     __syncthreads();
-    const tile_plan plan = {groups, vars, child_slot};
-    const int per_group = T / TW;
-    for (int l = 0; l < a.L; l++) {
-        const int gb = __ldg(a.layer_start + l), ge = __ldg(a.layer_start + l + 1);
-        const int units = (ge - gb) * per_group;
-        for (int u = warp; u < units; u += TILE_WARPS) {
-            const int gi = gb + u / per_group, t0 = (u % per_group) * TW;
-            tile_unit<TW, JW, NJ>(a, plan, gi, b0 + t0, codes + t0 * V, es, mrow, orow);
-        }
-        __syncthreads();
+    const tile_plan plan = {groups, vars, child_slot, ready, per_group};
+    /* Units in evaluation order, dealt round-robin: a unit waits only on earlier units, which
+     * their warps reach first, so the block cannot deadlock. */
+    for (int u = warp; u < units; u += TILE_WARPS) {
+        const int gi = u / per_group, sub = u % per_group;
+        const pc_gpu_group g = groups[gi];
+        for (int c = g.child_begin; c < g.child_end; c++)
+            tile_wait(plan, __ldg(a.children + c), sub);
+        if (g.wait >= 0) tile_wait(plan, g.wait, sub);
+        tile_unit<TW, JW, NJ>(a, plan, gi, b0 + sub * TW, codes + sub * TW * V, es, mrow, orow);
+        __threadfence_block();
+        __syncwarp();
+        if ((threadIdx.x & 31) == 0) ready[u] = 1;
     }
 }
 
