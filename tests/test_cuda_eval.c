@@ -1,9 +1,10 @@
-/* The GPU backends (fuse, int, gemm) against the CPU FP64 `ref` on random HCLTs of awkward
- * shape: K = 1, 3, 17, 100, 200 (one output tile of 256), 300 (two output tiles); a chain of
- * 300 variables (300 layers); a star; V = 1; C = 256; zero probabilities; missing values;
- * batches that are not a multiple of any tile and batches streamed in several chunks. Outputs
- * are poisoned before each run. Without a GPU (or without CUDA) creating a GPU evaluator must
- * fail with PC_ERR_NO_DEVICE (PC_ERR_UNSUPPORTED), and the program then exits 77 (skipped). */
+/* The GPU backends (fuse, int, gemm) and fuse's two strategies against the CPU FP64 `ref` on
+ * random HCLTs of awkward shape: K = 1, 3, 7, 16, 17, 100, 200 (one output tile of 256), 300 (two
+ * output tiles); a chain of 300 variables (300 layers); a star; V = 1; C = 256; zero
+ * probabilities; missing values; batches that are not a multiple of any tile and batches
+ * streamed in several chunks. Outputs are poisoned before each run. Without a GPU (or without
+ * CUDA) creating a GPU evaluator must fail with PC_ERR_NO_DEVICE (PC_ERR_UNSUPPORTED), and the
+ * program then exits 77 (skipped). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -163,6 +164,9 @@ static void test_shapes(void **state) {
         {"V=1 K=5", 1, 3, 5, 0.0, 0, 0, 7, 0.3},
         {"C=256 K=32 random", 25, 256, 32, 0.3, 0, 0, 1, 0.0},
         {"C=256 K=64 random", 25, 256, 64, 0.3, 1, 0, 500, 0.1},
+        /* batches large enough for the tile strategy's 16-sample units (K <= 16) */
+        {"K=16 random, n=3001", 40, 5, 16, 0.3, 1, 0, 3001, 0.1},
+        {"K=7 random, n=2500", 30, 3, 7, 0.3, 0, 0, 2500, 0.1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const shape_case *k = &cases[i];

@@ -207,7 +207,7 @@ static __device__ __forceinline__ double pc_gpu_offset(const pc_gpu_args &a,
 
 /* Shared-memory layout of the first phase of every sum kernel, for a tile of bm samples:
  * es[k * ld + b] (float, [K][ld]) and per-sample m (double) and O (double). */
-static __host__ __device__ __forceinline__ int pc_gpu_ld(int bm) { return bm + 8; }
+static __host__ __device__ __forceinline__ int pc_gpu_ld(int bm) { return bm + 4; }
 
 /* Phase A: for the bm <= 128 samples from b0, computes O(b), m(b) = max_k p(b, k) (+ root_logw[k]
  * at the root) and leaves es[k][b] = exp(p(b, k) + w_root - m(b)) (0 for samples past n), or

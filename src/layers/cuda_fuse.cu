@@ -1,28 +1,17 @@
 /* `fuse`, the persistent strategy (K above the tile strategy's range, cuda_fuse_tile.cu): the
- * whole circuit in one persistent kernel. A work item is (group, batch tile of BM samples,
- * output tile of BN sum nodes); items are handed out in evaluation order through an atomic
- * counter and each waits for its children's tiles (pc_gpu_wait), so the tree's many small
- * layers run concurrently instead of one launch each.
+ * whole circuit in one persistent kernel. A work item is (group, batch tile of BM
+ * samples, output tile of BN sum nodes); items are handed out in evaluation order through an
+ * atomic counter and each waits for its children's tiles (pc_gpu_wait), so the tree's many
+ * small layers run concurrently instead of one launch each.
  *
  * Per item: gather inputs and children's messages in FP64, shift by the per-sample max,
- * exponentiate once into shared memory es[K][BM], then the product with exp(w), one log per
- * output. 256 threads per block. The product:
- *   - BN >= 64 (K > 32): tensor cores, 3xTF32 (x = hi + lo, each a TF32 number; the sum of
- *     hi*hi + hi*lo + lo*hi in FP32 loses only lo*lo, ~2^-22 relative, so the result is as exact
- *     as the FP32 FMA product). exp(w) streams through two shared buffers of KC rows (cp.async,
- *     the next slice loads while the current one is multiplied); each warp owns a 32 x BN/WN
- *     block of outputs in 16 x 16 accumulator fragments, staged through shared memory for the
- *     log.
- *   - BN <= 32: a register-blocked FP32 FMA tile (TM x TN outputs per thread). */
+ * exponentiate once into shared memory es[K][BM], then a register-blocked FP32 product with
+ * exp(w) (TM x TN outputs per thread, W streamed through shared memory in KC-row slices), one
+ * log per output. 256 threads per block. */
 #include "layers/cuda_circuit.cuh"
-
-#include <cuda_pipeline.h>
-#include <mma.h>
 
 #define FUSE_THREADS 256
 #define FUSE_KC 32
-/* exp(w) rows per shared slice of the tensor-core product (two slices in flight). */
-#define FUSE_TC_KC 16
 
 /* Loads N consecutive floats from 16-byte (N % 4 == 0) or 8-byte aligned shared memory. */
 template <int N>
@@ -42,170 +31,65 @@ static __device__ __forceinline__ void lds(float (&r)[N], const float *p) {
     }
 }
 
-/* Rows of es: K rounded up to whole slices, so the tensor-core loop never reads past it. */
-static __host__ __device__ int fuse_es_rows(int K, bool tc) {
-    return tc ? (K + FUSE_TC_KC - 1) / FUSE_TC_KC * FUSE_TC_KC : K;
-}
-
-/* Shared memory of an item: es (or, after the tensor-core product, the staged outputs
- * [BM][BN + 4]), the exp(w) slice(s), then m and O. */
-static __host__ __device__ size_t fuse_es_bytes(int K, int BM, int BN, bool tc) {
-    size_t es = (size_t)fuse_es_rows(K, tc) * pc_gpu_ld(BM) * 4;
-    size_t out = tc ? (size_t)BM * (BN + 4) * 4 : 0;
-    return es > out ? es : out;
-}
-static __host__ __device__ size_t fuse_ws_bytes(int BN, bool tc) {
-    return tc ? 2 * (size_t)FUSE_TC_KC * (BN + 8) * 4 : (size_t)FUSE_KC * BN * 4;
-}
-static size_t fuse_smem(int K, int BM, int BN, bool tc) {
-    return fuse_es_bytes(K, BM, BN, tc) + fuse_ws_bytes(BN, tc) + 2 * (size_t)BM * 8;
-}
-
-/* out[b][j] = sum_k es[k][b] w[k][j0 + j] for the BM x BN tile on tensor cores (3xTF32), left
- * in `out` ([BM][BN + 4], aliasing es). Warps form a (BM / 32) x (8 / (BM / 32)) grid. */
 template <int BM, int BN>
-static __device__ void fuse_product_tc(const float *w, int K, int j0, float *es, float *ws) {
-    using namespace nvcuda;
-    constexpr int WMW = BM / 32, WNW = FUSE_THREADS / 32 / WMW, WN = BN / WNW;
-    constexpr int FM = 2, FN = WN / 16, LDW = BN + 8, LDO = BN + 4;
-    static_assert(WMW * WNW * 32 == FUSE_THREADS && FN * 16 * WNW == BN, "warp grid");
-    const int ld = pc_gpu_ld(BM), warp = threadIdx.x / 32;
-    const int wm = warp % WMW, wn = warp / WMW;
-    const int slices = (K + FUSE_TC_KC - 1) / FUSE_TC_KC;
-    wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[FM][FN];
-#pragma unroll
-    for (int mi = 0; mi < FM; mi++)
-#pragma unroll
-        for (int ni = 0; ni < FN; ni++) wmma::fill_fragment(acc[mi][ni], 0.0f);
-    /* rows K .. slices * KC of es are zero (the inputs past K contribute nothing) */
-    for (int i = threadIdx.x; i < (slices * FUSE_TC_KC - K) * ld; i += FUSE_THREADS)
-        es[(size_t)K * ld + i] = 0.0f;
-    auto load_slice = [&](int sl) {
-        float *buf = ws + (sl & 1) * FUSE_TC_KC * LDW;
-        for (int i = threadIdx.x; i < FUSE_TC_KC * BN; i += FUSE_THREADS) {
-            const int kk = i / BN, jj = i - kk * BN, k = sl * FUSE_TC_KC + kk, j = j0 + jj;
-            float *dst = buf + kk * LDW + jj;
-            if (k < K && j < K) __pipeline_memcpy_async(dst, w + (size_t)k * K + j, 4);
-            else *dst = 0.0f;
-        }
-        __pipeline_commit();
-    };
-    load_slice(0);
-    for (int sl = 0; sl < slices; sl++) {
-        if (sl + 1 < slices) load_slice(sl + 1);
-        else __pipeline_commit(); /* an empty group keeps the count of groups in flight at 2 */
-        __pipeline_wait_prior(1);
-        __syncthreads();
-        const float *buf = ws + (sl & 1) * FUSE_TC_KC * LDW;
-#pragma unroll
-        for (int kk = 0; kk < FUSE_TC_KC; kk += 8) {
-            const int k = sl * FUSE_TC_KC + kk;
-            wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::col_major>
-                ahi[FM], alo[FM];
-#pragma unroll
-            for (int mi = 0; mi < FM; mi++) {
-                wmma::load_matrix_sync(ahi[mi], es + (size_t)k * ld + wm * 32 + mi * 16, ld);
-#pragma unroll
-                for (int e = 0; e < ahi[mi].num_elements; e++) {
-                    const float x = ahi[mi].x[e], hi = wmma::__float_to_tf32(x);
-                    ahi[mi].x[e] = hi;
-                    alo[mi].x[e] = wmma::__float_to_tf32(x - hi);
-                }
-            }
-#pragma unroll
-            for (int ni = 0; ni < FN; ni++) {
-                wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major>
-                    bhi, blo;
-                wmma::load_matrix_sync(bhi, buf + kk * LDW + wn * WN + ni * 16, LDW);
-#pragma unroll
-                for (int e = 0; e < bhi.num_elements; e++) {
-                    const float x = bhi.x[e], hi = wmma::__float_to_tf32(x);
-                    bhi.x[e] = hi;
-                    blo.x[e] = wmma::__float_to_tf32(x - hi);
-                }
-#pragma unroll
-                for (int mi = 0; mi < FM; mi++) {
-                    wmma::mma_sync(acc[mi][ni], alo[mi], bhi, acc[mi][ni]);
-                    wmma::mma_sync(acc[mi][ni], ahi[mi], blo, acc[mi][ni]);
-                    wmma::mma_sync(acc[mi][ni], ahi[mi], bhi, acc[mi][ni]);
-                }
-            }
-        }
-        __syncthreads(); /* this buffer is refilled by the next iteration's load */
-    }
-#pragma unroll
-    for (int mi = 0; mi < FM; mi++)
-#pragma unroll
-        for (int ni = 0; ni < FN; ni++)
-            wmma::store_matrix_sync(es + (size_t)(wm * 32 + mi * 16) * LDO + wn * WN + ni * 16,
-                                    acc[mi][ni], LDO, wmma::mem_row_major);
-    __syncthreads();
+static size_t fuse_smem(int K) {
+    return (size_t)K * pc_gpu_ld(BM) * 4 + (size_t)FUSE_KC * BN * 4 + 2 * (size_t)BM * 8;
 }
 
-/* One item. FMA path: threads are (ty, tx) with tx fastest; thread (ty, tx) owns samples
+/* One item. Threads are (ty, tx) with tx fastest; thread (ty, tx) owns samples
  * ty*TM .. ty*TM+TM-1 and outputs j0 + tx*TN .. +TN-1. */
-template <int BM, int BN, int TM, int TN, bool TC>
+template <int BM, int BN, int TM, int TN>
 static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_group &g, int t,
                                  int jt, float *smem) {
-    static_assert(TC || (BM / TM) * (BN / TN) == FUSE_THREADS, "tile does not match the block");
+    static_assert((BM / TM) * (BN / TN) == FUSE_THREADS, "tile does not match the block");
     const int K = a.K, ld = pc_gpu_ld(BM);
     float *es = smem;
-    float *ws = es + fuse_es_bytes(K, BM, BN, TC) / 4;
-    double *m = reinterpret_cast<double *>(ws + fuse_ws_bytes(BN, TC) / 4);
+    float *ws = es + (size_t)K * ld;
+    double *m = reinterpret_cast<double *>(ws + FUSE_KC * BN);
     double *o = m + BM;
     const int64_t b0 = (int64_t)t * BM;
     const bool root = g.slot < 0;
-    const int j0 = jt * BN;
-    const float *w = a.wexp + (size_t)gi * K * K;
     pc_gpu_phase_a(a, g, b0, BM, root, false, es, m, o);
     if (root) {
         pc_gpu_root_out(a, b0, BM, es, m, o);
         return;
     }
-    if constexpr (TC) {
-        fuse_product_tc<BM, BN>(w, K, j0, es, ws);
-        for (int i = threadIdx.x; i < BM * BN; i += FUSE_THREADS) {
-            const int bl = i / BN, jj = i - bl * BN, j = j0 + jj;
-            const int64_t b = b0 + bl;
-            if (b < a.n && j < K)
-                a.rel[((size_t)g.slot * a.chunk + b) * K + j] = pc_gpu_log(es[bl * (BN + 4) + jj]);
+    const int tx = threadIdx.x % (BN / TN), ty = threadIdx.x / (BN / TN);
+    const int j0 = jt * BN;
+    const float *w = a.wexp + (size_t)gi * K * K;
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; i++)
+#pragma unroll
+        for (int jj = 0; jj < TN; jj++) acc[i][jj] = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += FUSE_KC) {
+        const int kc = K - k0 < FUSE_KC ? K - k0 : FUSE_KC;
+        for (int i = threadIdx.x; i < FUSE_KC * BN; i += FUSE_THREADS) {
+            const int kk = i / BN, j = j0 + (i - kk * BN);
+            ws[i] = (kk < kc && j < K) ? __ldg(w + (size_t)(k0 + kk) * K + j) : 0.0f;
         }
-    } else {
-        const int tx = threadIdx.x % (BN / TN), ty = threadIdx.x / (BN / TN);
-        float acc[TM][TN];
-#pragma unroll
-        for (int i = 0; i < TM; i++)
-#pragma unroll
-            for (int jj = 0; jj < TN; jj++) acc[i][jj] = 0.0f;
-        for (int k0 = 0; k0 < K; k0 += FUSE_KC) {
-            const int kc = K - k0 < FUSE_KC ? K - k0 : FUSE_KC;
-            for (int i = threadIdx.x; i < FUSE_KC * BN; i += FUSE_THREADS) {
-                const int kk = i / BN, j = j0 + (i - kk * BN);
-                ws[i] = (kk < kc && j < K) ? __ldg(w + (size_t)(k0 + kk) * K + j) : 0.0f;
-            }
-            __syncthreads();
+        __syncthreads();
 #pragma unroll 4
-            for (int kk = 0; kk < kc; kk++) {
-                float av[TM], wv[TN];
-                lds<TM>(av, es + (k0 + kk) * ld + ty * TM);
-                lds<TN>(wv, ws + kk * BN + tx * TN);
+        for (int kk = 0; kk < kc; kk++) {
+            float av[TM], wv[TN];
+            lds<TM>(av, es + (k0 + kk) * ld + ty * TM);
+            lds<TN>(wv, ws + kk * BN + tx * TN);
 #pragma unroll
-                for (int i = 0; i < TM; i++)
+            for (int i = 0; i < TM; i++)
 #pragma unroll
-                    for (int jj = 0; jj < TN; jj++) acc[i][jj] = fmaf(av[i], wv[jj], acc[i][jj]);
-            }
-            __syncthreads();
+                for (int jj = 0; jj < TN; jj++) acc[i][jj] = fmaf(av[i], wv[jj], acc[i][jj]);
         }
+        __syncthreads();
+    }
 #pragma unroll
-        for (int i = 0; i < TM; i++) {
-            const int64_t b = b0 + ty * TM + i;
-            if (b >= a.n) continue;
-            float *out = a.rel + ((size_t)g.slot * a.chunk + b) * K;
+    for (int i = 0; i < TM; i++) {
+        const int64_t b = b0 + ty * TM + i;
+        if (b >= a.n) continue;
+        float *out = a.rel + ((size_t)g.slot * a.chunk + b) * K;
 #pragma unroll
-            for (int jj = 0; jj < TN; jj++) {
-                const int j = j0 + tx * TN + jj;
-                if (j < K) out[j] = pc_gpu_log(acc[i][jj]);
-            }
+        for (int jj = 0; jj < TN; jj++) {
+            const int j = j0 + tx * TN + jj;
+            if (j < K) out[j] = pc_gpu_log(acc[i][jj]);
         }
     }
     if (jt == 0) {
@@ -218,7 +102,7 @@ static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_grou
 }
 
 /* The persistent loop: items from the queue until none is left. */
-template <int BM, int BN, int TM, int TN, bool TC>
+template <int BM, int BN, int TM, int TN>
 static __device__ __forceinline__ void fuse_loop(const pc_gpu_args &a) {
     extern __shared__ float4 smem4[];
     float *smem = reinterpret_cast<float *>(smem4);
@@ -238,42 +122,37 @@ static __device__ __forceinline__ void fuse_loop(const pc_gpu_args &a) {
         }
         if (threadIdx.x == 0) pc_gpu_wait(a, g, t, a.jtiles);
         __syncthreads();
-        fuse_item<BM, BN, TM, TN, TC>(a, gi, g, t, jt, smem);
+        fuse_item<BM, BN, TM, TN>(a, gi, g, t, jt, smem);
         __threadfence();
         __syncthreads();
         if (threadIdx.x == 0 && g.slot >= 0) atomicAdd(a.done + (size_t)gi * a.tiles + t, 1);
     }
 }
 
-template <int BM, int BN, int TM, int TN, bool TC>
+template <int BM, int BN, int TM, int TN>
 static __global__ void __launch_bounds__(FUSE_THREADS) fuse_kernel(pc_gpu_args a) {
-    fuse_loop<BM, BN, TM, TN, TC>(a);
+    fuse_loop<BM, BN, TM, TN>(a);
 }
 
-/* BN = 256 holds 2 x 4 accumulator fragments per warp; capped at 128 registers, two blocks per
- * SM hide each other's gather latency. */
-template <int BM, int BN, int TM, int TN, bool TC>
+/* The 8 x 8 tile (BN = 256) would take 141 registers, one block per SM; capped at 128 (a few
+ * spilled words) two blocks per SM hide each other's gather latency, as with BN = 128. */
+template <int BM, int BN, int TM, int TN>
 static __global__ void __launch_bounds__(FUSE_THREADS, 2) fuse_kernel_2(pc_gpu_args a) {
-    fuse_loop<BM, BN, TM, TN, TC>(a);
+    fuse_loop<BM, BN, TM, TN>(a);
 }
 
 typedef void (*fuse_fn)(pc_gpu_args);
 
 /* Tile shapes by K: outputs per block BN >= K up to K = 256 (one j-tile, so the gather of
- * phase A runs once per batch tile), BM samples; tensor cores from BN = 64. */
+ * phase A runs once per batch tile; with two j-tiles every tile's gather ran twice), BM
+ * samples. BN = 256 takes TM x TN = 8 x 8 accumulators per thread. */
 static fuse_fn fuse_pick(int bn) {
     switch (bn) {
-    case 16: return fuse_kernel<128, 16, 4, 2, false>;
-    case 32: return fuse_kernel<128, 32, 4, 4, false>;
-#ifdef PC_FUSE_NO_TC
-    case 64: return fuse_kernel<128, 64, 8, 4, false>;
-    case 128: return fuse_kernel<64, 128, 4, 8, false>;
-    default: return fuse_kernel_2<64, 256, 8, 8, false>;
-#else
-    case 64: return fuse_kernel<128, 64, 1, 1, true>;
-    case 128: return fuse_kernel<64, 128, 1, 1, true>;
-    default: return fuse_kernel_2<64, 256, 1, 1, true>;
-#endif
+    case 16: return fuse_kernel<128, 16, 4, 2>;
+    case 32: return fuse_kernel<128, 32, 4, 4>;
+    case 64: return fuse_kernel<128, 64, 8, 4>;
+    case 128: return fuse_kernel<64, 128, 4, 8>;
+    default: return fuse_kernel_2<64, 256, 8, 8>;
     }
 }
 
@@ -281,16 +160,11 @@ static pc_status fuse_configure(pc_gpu_state *s) {
     pc_status st = PC_OK;
     int max_smem = 0, per_sm = 0;
     const int K = s->K;
-    if (K <= 16) s->bm = 128, s->bn = 16;
-    else if (K <= 32) s->bm = 128, s->bn = 32;
-    else if (K <= 64) s->bm = 128, s->bn = 64;
-    else if (K <= 128) s->bm = 64, s->bn = 128;
-    else s->bm = 64, s->bn = 256;
-#ifdef PC_FUSE_NO_TC
-    s->smem = fuse_smem(K, s->bm, s->bn, false);
-#else
-    s->smem = fuse_smem(K, s->bm, s->bn, s->bn >= 64);
-#endif
+    if (K <= 16) s->bm = 128, s->bn = 16, s->smem = fuse_smem<128, 16>(K);
+    else if (K <= 32) s->bm = 128, s->bn = 32, s->smem = fuse_smem<128, 32>(K);
+    else if (K <= 64) s->bm = 128, s->bn = 64, s->smem = fuse_smem<128, 64>(K);
+    else if (K <= 128) s->bm = 64, s->bn = 128, s->smem = fuse_smem<64, 128>(K);
+    else s->bm = 64, s->bn = 256, s->smem = fuse_smem<64, 256>(K);
     PC_GPU_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
     if (s->smem + PC_GPU_STATIC_SMEM > (size_t)max_smem)
         return pc_fail(PC_ERR_UNSUPPORTED,

@@ -59,7 +59,9 @@ static size_t tile_smem(int G, int V, int K, int T, int tw) {
 
 /* Sources (children's messages and input rows) a lane loads at once in step 1: the common group
  * (a few sources) takes one round trip, MNIST's group of 101 variables a few more. */
-template <int EM> static constexpr int tile_src_unroll() { return EM >= 4 ? 4 : 8; }
+template <int EM, int NJ> static constexpr int tile_src_unroll() {
+    return EM >= 8 && NJ == 1 ? 2 : EM >= 4 ? 4 : 8; /* NJ = 1 also holds exp(w) in registers */
+}
 
 /* The plan as staged in shared memory, and the units' flags. */
 struct tile_plan {
@@ -73,7 +75,7 @@ template <int TW, int JW, int NJ>
 static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, int gi, int64_t b0,
                                  const uint16_t *codes, float *es, float *mrow, double *orow) {
     constexpr int SG = 32 / JW, TS = TW / SG, KM = JW * NJ, EM = TW * KM / 32, LT = 32 / TW;
-    constexpr int U = tile_src_unroll<EM>();
+    constexpr int U = tile_src_unroll<EM, NJ>();
     static_assert(SG * JW == 32 && TS * SG == TW && LT * TW == 32 && EM * 32 == TW * KM,
                   "tile shape");
     const int lane = threadIdx.x & 31, K = a.K, V = a.V;
@@ -303,12 +305,18 @@ static int tile_samples(const pc_gpu_state *s, int64_t n) {
     return T;
 }
 
-/* Samples per unit: 8 where the block has them and K <= 16, else 4 (so that a lane holds at
- * most 8 elements of the product and 8 accumulators). */
-static int tile_tw(int K, int T) { return K <= 16 && T >= 8 ? 8 : 4; }
+/* Samples per unit: as many as the block has up to 16 for K <= 16, else 4 (so that a lane
+ * holds at most 8 elements of the product and 8 accumulators); more samples per unit spread
+ * its fixed costs (plan lookups, the max, the exp(w) loads) over more outputs. */
+static int tile_tw(int K, int T) { return K > 16 ? 4 : T < 16 ? (T < 8 ? 4 : 8) : 16; }
 
 /* JW = smallest power of two >= K with SG = 32 / JW <= TW; K > 32 takes NJ = 2. */
 static tile_fn tile_pick(int K, int tw) {
+    if (tw == 16) {
+        if (K <= 4) return tile_kernel<16, 4, 1>;
+        if (K <= 8) return tile_kernel<16, 8, 1>;
+        return tile_kernel<16, 16, 1>;
+    }
     if (tw == 8) {
         if (K <= 4) return tile_kernel<8, 4, 1>;
         if (K <= 8) return tile_kernel<8, 8, 1>;
@@ -320,11 +328,15 @@ static tile_fn tile_pick(int K, int tw) {
     return tile_kernel<4, 32, 2>;
 }
 
-/* The most shared memory any launch for this circuit takes (T = TILE_MAX_T, either TW). */
+/* The most shared memory any launch for this circuit takes (its codes grow with T). */
 static size_t tile_smem_max(const pc_circuit *c) {
-    const size_t a = tile_smem(c->num_groups, c->num_vars, c->num_latents, TILE_MAX_T, 4);
-    const size_t b = tile_smem(c->num_groups, c->num_vars, c->num_latents, TILE_MAX_T, 8);
-    return a > b ? a : b;
+    size_t most = 0;
+    for (int T = 4; T <= TILE_MAX_T; T *= 2) {
+        const size_t b = tile_smem(c->num_groups, c->num_vars, c->num_latents, T,
+                                   tile_tw(c->num_latents, T));
+        most = b > most ? b : most;
+    }
+    return most;
 }
 
 static pc_status tile_configure(pc_gpu_state *s) {
@@ -341,8 +353,8 @@ static pc_status tile_configure(pc_gpu_state *s) {
         return pc_fail(PC_ERR_UNSUPPORTED,
                        "fuse tile strategy: needs %zu bytes of shared memory per block, the GPU "
                        "has %d", smem, max_smem);
-    for (int tw = 4; tw <= 8; tw += 4)
-        PC_GPU_CHECK(cudaFuncSetAttribute(tile_pick(s->K, tw),
+    for (int T = 4; T <= TILE_MAX_T; T *= 2)
+        PC_GPU_CHECK(cudaFuncSetAttribute(tile_pick(s->K, tile_tw(s->K, T)),
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     /* Chunks are cut at multiples of TILE_MAX_T; there are no counters to size. */
     s->bm = TILE_MAX_T, s->bn = s->K, s->smem = smem;

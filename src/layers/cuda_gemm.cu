@@ -82,7 +82,7 @@ static pc_status gemm_configure(pc_gpu_state *s) {
     pc_status st = PC_OK;
     int max_smem = 0;
     s->bm = GEMM_BM, s->bn = s->K;
-    s->smem = (size_t)s->K * (pc_gpu_ld(GEMM_BM)) * 4 + 2 * GEMM_BM * 8;
+    s->smem = (size_t)s->K * pc_gpu_ld(GEMM_BM) * 4 + 2 * GEMM_BM * 8;
     PC_GPU_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
     if (s->smem + PC_GPU_STATIC_SMEM > (size_t)max_smem)
         return pc_fail(PC_ERR_UNSUPPORTED,
