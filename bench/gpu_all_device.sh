@@ -1,14 +1,14 @@
 #!/bin/bash
 # One call on the GPU machine that checks every GPU part: a fresh build, the three GPU test
-# programs, the circuit benchmark at K = 16, 64, 128, 256 and batches 512, 4096 (with accuracy of
-# fuse, int and gemm against ref on the MNIST test set for the shipped model), then
-# `pcinfer --kernel fuse models/mnist.h5 --compare ref` on the full test set.
+# programs, the circuit benchmark at K = 16, 32, 64, 128, 256 and batches 512, 4096 (with the
+# accuracy of fuse, int and gemm against ref on the MNIST test set for the shipped model and a
+# K = 64 model), then `pcinfer --kernel fuse models/mnist.h5 --compare ref` on the full test set.
 # Every step runs whatever the earlier ones did, under its own timeout; the summary printed last
 # gives each step's exit status (0 = passed, 124 = timed out, 77 = skipped, "-" = not built).
 # $OUT receives 8 files: build.log, tests.log, bench.log, table.md, gpu_circuit.json,
 # gpu_circuit.png, pcinfer.json, summary.txt.
 # Needs, carried with the checkout: .device-deps (the cmocka .deb files) and .devdata/mnist
-# (the four MNIST .gz files). Run from the repository root; about 4 minutes on an H200 host.
+# (the four MNIST .gz files). Run from the repository root; about 3 minutes on an H200 host.
 set -u
 OUT=${OUT:-bench/results/gpu-all}
 mkdir -p "$OUT"
@@ -67,8 +67,8 @@ done
 
 # ---- circuit benchmark (times, accuracy of the shipped model, throughput) ---------------------
 if [ -f "$build/libpc.a" ]; then
-    OMP_NUM_THREADS=$(nproc) timeout 150 bench/gpu_circuit_bench.sh "$build" "$OUT" \
-        --ks 16,64,128,256 --batches 512,4096 --acc-k 0 > "$OUT/table.md" 2> "$OUT/bench.log"
+    OMP_NUM_THREADS=$(nproc) timeout 240 bench/gpu_circuit_bench.sh "$build" "$OUT" \
+        --ks 16,32,64,128,256 --batches 512,4096 --acc-k 64 > "$OUT/table.md" 2> "$OUT/bench.log"
     note "gpu_circuit_bench: rc $? ($(since))"
 else
     note "gpu_circuit_bench: - (no library)"
