@@ -26,8 +26,8 @@
 
 static const pc_backend backends[] = {PC_BACKEND_FUSE, PC_BACKEND_INT, PC_BACKEND_GEMM};
 
-/* What is timed: the three backends, and fuse's persistent strategy forced wherever fuse picked
- * the tile strategy, so one run shows what the choice gains. */
+/* What is timed: the three backends, and fuse's persistent strategy forced wherever fuse picks
+ * the tile strategy for some batch, so one run shows what the choice gains. */
 typedef struct variant {
     const char *label;
     pc_backend backend;
@@ -93,9 +93,13 @@ static void time_k(FILE *js, int *first, const int32_t *parent, const pc_data *t
         void *st = NULL;
         if (v->ops == &pc_backend_fuse_persistent_ops && fuse_is_persistent) continue;
         if (v->ops->create(c, &opts, &st) != PC_OK) die(v->label);
-        const char *strategy = pc_gpu_strategy(st);
-        if (v->ops == &pc_backend_fuse_ops) fuse_is_persistent = !strcmp(strategy, "persistent");
+        if (v->ops == &pc_backend_fuse_ops) {
+            fuse_is_persistent = 1;
+            for (int i = 0; i < nb; i++)
+                fuse_is_persistent &= !strcmp(pc_gpu_strategy(st, batches[i]), "persistent");
+        }
         for (int i = 0; i < nb; i++) {
+            const char *strategy = pc_gpu_strategy(st, batches[i]);
             double ms = 0.0;
             const int r = v->backend == PC_BACKEND_INT && K >= 128 ? (reps + 3) / 4 : reps;
             if (pc_gpu_time_forward(st, batches[i], 3, r, 7, &ms) != PC_OK) die("time_forward");

@@ -30,8 +30,8 @@
 
 static const pc_backend gpu_backends[] = {PC_BACKEND_FUSE, PC_BACKEND_INT, PC_BACKEND_GEMM};
 
-/* Every GPU path: the public backends (fuse picks a strategy by K) and fuse's two strategies
- * forced, so both run on every shape the tile strategy takes (K <= 64). */
+/* Every GPU path: the public backends (fuse picks a strategy by K and batch) and fuse's two
+ * strategies forced, so both run on every shape the tile strategy takes (K <= 64). */
 typedef struct variant {
     const char *name;
     pc_backend backend;

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "layers/backend.h"
+#include "layers/gpu_log.h"
 #include "layers/gpu_plan.h"
 #include "pc/status.h"
 
@@ -77,12 +78,13 @@ typedef struct pc_gpu_args {
     int32_t tiles, jtiles;      /* batch tiles of n, output tiles of K */
 } pc_gpu_args;
 
+/* What differs between the backends. */
 typedef struct pc_gpu_state pc_gpu_state;
 
-/* What differs between the backends. */
 typedef struct pc_gpu_impl {
     pc_backend backend;
-    const char *strategy; /* how the forward pass is scheduled, for reports */
+    /* How a forward pass of n samples is scheduled ("tile", "persistent", "layered"). */
+    const char *(*strategy)(const pc_gpu_state *s, int64_t n);
     /* Chooses tile sizes for K; returns PC_ERR_UNSUPPORTED (with a message) when K is too
      * large for its shared-memory tiles. */
     pc_status (*configure)(pc_gpu_state *s);
@@ -115,6 +117,7 @@ struct pc_gpu_state {
     size_t smem;           /* dynamic shared memory of the main kernel */
     int32_t grid;          /* persistent grid size */
     int32_t sms;
+    int tile_ok;           /* fuse: the tile strategy takes this circuit */
     /* host copies of the plan */
     pc_gpu_group *h_groups;
     /* device */
@@ -175,6 +178,10 @@ extern const pc_gpu_impl pc_gpu_fuse_persistent_impl;
 extern const pc_gpu_impl pc_gpu_fuse_tile_impl;
 /* Whether the tile strategy can take the circuit (K and the shared memory its codes need). */
 int pc_gpu_fuse_tile_fits(const pc_circuit *circuit);
+/* The tile strategy's parts, for fuse's choosing strategy: kernel limits set once, and one
+ * forward pass queued. */
+pc_status pc_gpu_fuse_tile_prepare(pc_gpu_state *s);
+pc_status pc_gpu_fuse_tile_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream);
 
 #ifdef __cplusplus
 }
@@ -307,15 +314,6 @@ static __device__ void pc_gpu_root_out(const pc_gpu_args &a, int64_t b0, int bm,
         for (int k = 0; k < a.K; k++) sum += (double)es[k * ld + bl];
         a.logp[b] = m[bl] == -INFINITY ? -INFINITY : o[bl] + m[bl] + log(sum);
     }
-}
-
-/* log y for y in [0, ~K], accurate to FP32 rounding whatever --use_fast_math does to logf:
- * y = f 2^e with f in [0.5, 1), log1pf(f - 1) has no fast intrinsic and f - 1 is exact. */
-static __device__ __forceinline__ float pc_gpu_log(float y) {
-    if (!(y > 0.0f)) return y == 0.0f ? -INFINITY : NAN;
-    int e;
-    float f = frexpf(y, &e);
-    return (float)((double)log1pf(f - 1.0f) + (double)e * 0.6931471805599453);
 }
 
 /* Persistent scheduling: thread 0 waits until every child of g (and g's slot predecessor's

@@ -30,7 +30,9 @@
 /* Shared memory the strategy may take per block (the rest of the SM's 228 KB stays L1). */
 #define TILE_SMEM_CAP (160 * 1024)
 
-static __host__ __device__ constexpr size_t tile_round16(size_t b) { return (b + 15) & ~(size_t)15; }
+static __host__ __device__ constexpr size_t tile_round16(size_t b) {
+    return (b + 15) & ~(size_t)15;
+}
 
 /* Shared memory, in this order: the plan (groups [G], vars [V], child_slot [G - 1]), one flag
  * per unit [G][T / TW], the block's sample codes [T][V] (uint16), then per warp es [TW][KM]
@@ -126,7 +128,8 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
                 const float *rows = a.input + (size_t)v * (a.C + 1) * K;
 #pragma unroll
                 for (int r = 0; r < EM; r++)
-                    val[u][r] = ok[r] ? __ldg(rows + (size_t)codes[tt[r] * V + v] * K + kk[r]) : 0.0f;
+                    val[u][r] =
+                        ok[r] ? __ldg(rows + (size_t)codes[tt[r] * V + v] * K + kk[r]) : 0.0f;
             } else {
 #pragma unroll
                 for (int r = 0; r < EM; r++) val[u][r] = 0.0f;
@@ -247,7 +250,8 @@ static __global__ void __launch_bounds__(TILE_THREADS) tile_kernel(pc_gpu_args a
     const int warp = threadIdx.x / 32, V = a.V, G = a.G, KM = JW * NJ;
     const int per_group = T / TW, units = G * per_group;
     pc_gpu_group *groups = reinterpret_cast<pc_gpu_group *>(base);
-    int32_t *vars = reinterpret_cast<int32_t *>(base + tile_round16((size_t)G * sizeof(pc_gpu_group)));
+    int32_t *vars =
+        reinterpret_cast<int32_t *>(base + tile_round16((size_t)G * sizeof(pc_gpu_group)));
     int32_t *child_slot = reinterpret_cast<int32_t *>(reinterpret_cast<char *>(vars) +
                                                       tile_round16((size_t)V * 4));
     uint8_t *ready = reinterpret_cast<uint8_t *>(base + tile_plan_bytes(G, V));
@@ -265,7 +269,8 @@ static __global__ void __launch_bounds__(TILE_THREADS) tile_kernel(pc_gpu_args a
         const int words = G * (int)(sizeof(pc_gpu_group) / 4);
         for (int i = threadIdx.x; i < words; i += TILE_THREADS) dst[i] = __ldg(src + i);
         for (int i = threadIdx.x; i < V; i += TILE_THREADS) vars[i] = __ldg(a.vars + i);
-        for (int i = threadIdx.x; i < G - 1; i += TILE_THREADS) child_slot[i] = __ldg(a.child_slot + i);
+        for (int i = threadIdx.x; i < G - 1; i += TILE_THREADS)
+            child_slot[i] = __ldg(a.child_slot + i);
         for (int i = threadIdx.x; i < units; i += TILE_THREADS) ready[i] = 0;
     }
     for (int i = threadIdx.x; i < T * V; i += TILE_THREADS) {
@@ -339,7 +344,9 @@ static size_t tile_smem_max(const pc_circuit *c) {
     return most;
 }
 
-static pc_status tile_configure(pc_gpu_state *s) {
+/* Checks the circuit and sets the kernels' shared-memory limit; leaves the state's tiles alone
+ * (fuse's choosing strategy keeps the persistent kernel's). */
+extern "C" pc_status pc_gpu_fuse_tile_prepare(pc_gpu_state *s) {
     pc_status st = PC_OK;
     int max_smem = 0;
     const size_t smem = tile_smem_max(s->circuit);
@@ -356,13 +363,19 @@ static pc_status tile_configure(pc_gpu_state *s) {
     for (int T = 4; T <= TILE_MAX_T; T *= 2)
         PC_GPU_CHECK(cudaFuncSetAttribute(tile_pick(s->K, tile_tw(s->K, T)),
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    /* Chunks are cut at multiples of TILE_MAX_T; there are no counters to size. */
-    s->bm = TILE_MAX_T, s->bn = s->K, s->smem = smem;
 fail:
     return st;
 }
 
-static pc_status tile_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {
+static pc_status tile_configure(pc_gpu_state *s) {
+    pc_status st = pc_gpu_fuse_tile_prepare(s);
+    /* Chunks are cut at multiples of TILE_MAX_T; there are no counters to size. */
+    s->bm = TILE_MAX_T, s->bn = s->K, s->smem = tile_smem_max(s->circuit);
+    return st;
+}
+
+extern "C" pc_status pc_gpu_fuse_tile_enqueue(pc_gpu_state *s, const pc_gpu_args *a,
+                                              cudaStream_t stream) {
     pc_status st = PC_OK;
     const int T = tile_samples(s, a->n), tw = tile_tw(s->K, T);
     const unsigned grid = (unsigned)((a->n + T - 1) / T);
@@ -373,6 +386,11 @@ fail:
     return st;
 }
 
+static const char *tile_strategy(const pc_gpu_state *s, int64_t n) {
+    (void)s, (void)n;
+    return "tile";
+}
+
 static size_t tile_extra_bytes(const pc_gpu_state *s, int64_t chunk) {
     (void)s, (void)chunk;
     return 0;
@@ -381,8 +399,8 @@ static pc_status tile_alloc_extra(pc_gpu_state *s) { (void)s; return PC_OK; }
 static void tile_free_extra(pc_gpu_state *s) { (void)s; }
 
 extern "C" const pc_gpu_impl pc_gpu_fuse_tile_impl = {
-    PC_BACKEND_FUSE,  "tile",           tile_configure,  pc_gpu_upload_wexp,
-    tile_enqueue,     tile_extra_bytes, tile_alloc_extra, tile_free_extra};
+    PC_BACKEND_FUSE,          tile_strategy,    tile_configure,   pc_gpu_upload_wexp,
+    pc_gpu_fuse_tile_enqueue, tile_extra_bytes, tile_alloc_extra, tile_free_extra};
 
 /* Whether the tile strategy takes this circuit (else fuse runs the persistent kernel). */
 extern "C" int pc_gpu_fuse_tile_fits(const pc_circuit *c) {
