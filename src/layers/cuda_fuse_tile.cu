@@ -8,14 +8,15 @@
  * (its children's, and the previous reader of its message slot) have raised their flags in
  * shared memory, so warps never wait for unrelated groups of the same layer. Per unit:
  *   1. p[t][k] = sum_v input[v, code(t, v), k] + sum_c rel_c[t][k] (+ root_logw[k] at the root),
- *      summed in FP64 and kept in FP32 in the warp's shared rows es[TW][KM];
- *   2. m[t] = max_k p[t][k] (lane groups, shuffles); O[t] = sum_c off_c[t] (FP64);
- *   3. es = exp(p - m) in place (0 past K and where m = -inf);
+ *      summed in FP64 in registers;
+ *   2. m[t] = max_k p[t][k] (shuffles across the sample's lanes); O[t] = sum_c off_c[t] (FP64);
+ *   3. es[t][k] = exp(p - m) (0 past K and where m = -inf);
  *   4. out[t][j] = sum_k es[t][k] exp(w[j, k]) in FP32 registers (lane = (sample lane sg, output
  *      column jl)), then rel_g[t][j] = log out, off_g[t] = O + m.
  * Messages use the engine's slots (cuda_circuit.cuh) in global memory; a block touches only its
  * own samples' rows. The plan (groups, variables, child slots) and the block's sample codes
- * (x, or C where missing) are staged in shared memory once.
+ * (x, or C where missing) are staged in shared memory once. A lane works on the same (sample,
+ * state) pairs in the product and in the output, so the max and the exp stay in registers.
  *
  * Shapes: JW lanes across outputs (JW = smallest power of two >= K, at least 32 / TW) and
  * NJ = 1, or JW = 32 and NJ = 2 for 32 < K <= 64; KM = JW NJ >= K is the padded row; SG = 32 / JW
@@ -36,7 +37,7 @@ static __host__ __device__ constexpr size_t tile_round16(size_t b) {
 
 /* Shared memory, in this order: the plan (groups [G], vars [V], child_slot [G - 1]), one flag
  * per unit [G][T / TW], the block's sample codes [T][V] (uint16), then per warp es [TW][KM]
- * floats, O [TW] doubles, m [TW] floats. Every part starts on a 16-byte boundary. */
+ * floats and O [TW] doubles. Every part starts on a 16-byte boundary. */
 static __host__ __device__ size_t tile_plan_bytes(int G, int V) {
     return tile_round16((size_t)G * sizeof(pc_gpu_group)) + tile_round16((size_t)V * 4) +
            tile_round16((size_t)G * 4);
@@ -52,7 +53,7 @@ static int tile_km(int K, int tw) {
     return km;
 }
 static __host__ __device__ size_t tile_warp_bytes(int km, int tw) {
-    return tile_round16((size_t)tw * (km * 4 + 8 + 4));
+    return tile_round16((size_t)tw * (km * 4 + 8));
 }
 static size_t tile_smem(int G, int V, int K, int T, int tw) {
     return tile_plan_bytes(G, V) + tile_flag_bytes(G, T, tw) + tile_round16((size_t)T * V * 2) +
@@ -75,16 +76,21 @@ struct tile_plan {
 
 template <int TW, int JW, int NJ>
 static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, int gi, int64_t b0,
-                                 const uint16_t *codes, float *es, float *mrow, double *orow) {
-    constexpr int SG = 32 / JW, TS = TW / SG, KM = JW * NJ, EM = TW * KM / 32, LT = 32 / TW;
-    constexpr int U = tile_src_unroll<EM, NJ>();
-    static_assert(SG * JW == 32 && TS * SG == TW && LT * TW == 32 && EM * 32 == TW * KM,
-                  "tile shape");
+                                 const uint16_t *codes, float *es, double *orow) {
+    constexpr int SG = 32 / JW, TS = TW / SG, KM = JW * NJ, U = tile_src_unroll<TS * NJ, NJ>();
+    static_assert(SG * JW == 32 && TS * SG == TW, "tile shape");
     const int lane = threadIdx.x & 31, K = a.K, V = a.V;
+    const int jl = lane % JW, sg = lane / JW;
     const pc_gpu_group g = plan.groups[gi];
     const bool root = g.slot < 0;
-    const int jl = lane % JW, sg = lane / JW;
     const float *w = a.wexp + (size_t)gi * K * K;
+    /* The lane's columns k = jl + 32 n and samples t = sg + SG s: the same (t, k) in the product
+     * and (t, j = k) in the output. */
+    bool col_ok[NJ], row_ok[TS];
+#pragma unroll
+    for (int n = 0; n < NJ; n++) col_ok[n] = jl + 32 * n < K;
+#pragma unroll
+    for (int s = 0; s < TS; s++) row_ok[s] = b0 + sg + SG * s < a.n;
 
     /* exp(w) column jl in registers first (K <= 32): independent of the data, so its loads
      * overlap the gather's. */
@@ -92,94 +98,99 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
     if constexpr (NJ == 1) {
 #pragma unroll
         for (int k = 0; k < KM; k++)
-            wreg[k] = !root && k < K && jl < K ? __ldg(w + (size_t)k * K + jl) : 0.0f;
+            wreg[k] = !root && k < K && col_ok[0] ? __ldg(w + (size_t)k * K + jl) : 0.0f;
     }
 
-    /* 1. product: element i = t KM + k of the unit, i = lane + 32 r (shifts, KM a power of
-     *    two); lanes < TW also sum the children's offsets of sample `lane`. Sources s < nch are
-     *    children, the rest variables. */
-    int tt[EM], kk[EM];
-    bool ok[EM];
-    double p[EM], o = 0.0;
+    /* 1. p[s][n] in FP64. Sources i < nch are children, the rest variables; lanes < TW also sum
+     *    the children's offsets of sample `lane` into orow. */
+    double p[TS][NJ], o = 0.0;
 #pragma unroll
-    for (int r = 0; r < EM; r++) {
-        const int i = lane + 32 * r;
-        tt[r] = i / KM, kk[r] = i % KM;
-        ok[r] = kk[r] < K && b0 + tt[r] < a.n;
-        p[r] = 0.0;
-    }
+    for (int s = 0; s < TS; s++)
+#pragma unroll
+        for (int n = 0; n < NJ; n++) p[s][n] = 0.0;
     const bool own_off = lane < TW && b0 + lane < a.n;
     const int nch = g.child_end - g.child_begin, nsrc = nch + g.var_end - g.var_begin;
-    for (int s0 = 0; s0 < nsrc; s0 += U) {
-        float val[U][EM];
+    const uint16_t *my_codes = codes + sg * V;
+    for (int i0 = 0; i0 < nsrc; i0 += U) {
+        float val[U][TS][NJ];
         double ov[U];
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            const int s = s0 + u;
+            const int i = i0 + u;
             ov[u] = 0.0;
-            if (s < nch) {
-                const size_t slot = (size_t)plan.child_slot[g.child_begin + s];
-                const float *rel = a.rel + (slot * a.chunk + b0) * K;
+            if (i < nch) {
+                const size_t slot = (size_t)plan.child_slot[g.child_begin + i];
+                const float *rel = a.rel + (slot * a.chunk + b0 + sg) * K + jl;
 #pragma unroll
-                for (int r = 0; r < EM; r++) val[u][r] = ok[r] ? rel[tt[r] * K + kk[r]] : 0.0f;
+                for (int s = 0; s < TS; s++)
+#pragma unroll
+                    for (int n = 0; n < NJ; n++)
+                        val[u][s][n] =
+                            row_ok[s] && col_ok[n] ? rel[(size_t)SG * s * K + 32 * n] : 0.0f;
                 if (own_off) ov[u] = a.off[slot * a.chunk + b0 + lane];
-            } else if (s < nsrc) {
-                const int v = plan.vars[g.var_begin + s - nch];
-                const float *rows = a.input + (size_t)v * (a.C + 1) * K;
+            } else if (i < nsrc) {
+                const int v = plan.vars[g.var_begin + i - nch];
+                const float *rows = a.input + (size_t)v * (a.C + 1) * K + jl;
 #pragma unroll
-                for (int r = 0; r < EM; r++)
-                    val[u][r] =
-                        ok[r] ? __ldg(rows + (size_t)codes[tt[r] * V + v] * K + kk[r]) : 0.0f;
+                for (int s = 0; s < TS; s++) {
+                    const float *row = rows + (size_t)my_codes[SG * s * V + v] * K;
+#pragma unroll
+                    for (int n = 0; n < NJ; n++)
+                        val[u][s][n] = row_ok[s] && col_ok[n] ? __ldg(row + 32 * n) : 0.0f;
+                }
             } else {
 #pragma unroll
-                for (int r = 0; r < EM; r++) val[u][r] = 0.0f;
+                for (int s = 0; s < TS; s++)
+#pragma unroll
+                    for (int n = 0; n < NJ; n++) val[u][s][n] = 0.0f;
             }
         }
 #pragma unroll
         for (int u = 0; u < U; u++) {
             o += ov[u];
 #pragma unroll
-            for (int r = 0; r < EM; r++) p[r] += (double)val[u][r];
+            for (int s = 0; s < TS; s++)
+#pragma unroll
+                for (int n = 0; n < NJ; n++) p[s][n] += (double)val[u][s][n];
         }
     }
-#pragma unroll
-    for (int r = 0; r < EM; r++) {
-        if (kk[r] >= K) continue;
-        if (root) p[r] += __ldg(a.root_logw + kk[r]);
-        es[tt[r] * KM + kk[r]] = ok[r] ? (float)p[r] : -INFINITY;
-    }
     if (lane < TW) orow[lane] = o;
-    __syncwarp();
 
-    /* 2. m: LT lanes per sample. */
-    {
-        const int t = lane / LT, l = lane - t * LT;
+    /* 2. m[s] = max over the sample's K values: the lane's NJ, then across its JW lanes. 3. e =
+     *    exp(p - m), 0 past K and where m = -inf, into es[t][k] for the product. */
+    float m[TS];
+#pragma unroll
+    for (int s = 0; s < TS; s++) {
+        float pf[NJ];
         float mx = -INFINITY;
-        for (int k = l; k < K; k += LT) mx = fmaxf(mx, es[t * KM + k]);
 #pragma unroll
-        for (int d = LT / 2; d > 0; d /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, d));
-        if (l == 0) mrow[t] = mx;
+        for (int n = 0; n < NJ; n++) {
+            double v = p[s][n];
+            if (root && col_ok[n]) v += __ldg(a.root_logw + jl + 32 * n);
+            pf[n] = row_ok[s] && col_ok[n] ? (float)v : -INFINITY;
+            mx = fmaxf(mx, pf[n]);
+        }
+#pragma unroll
+        for (int d = JW / 2; d > 0; d /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, d));
+        m[s] = mx;
+#pragma unroll
+        for (int n = 0; n < NJ; n++)
+            es[(sg + SG * s) * KM + jl + 32 * n] = mx == -INFINITY ? 0.0f : __expf(pf[n] - mx);
     }
     __syncwarp();
 
-    /* 3. exp in place; padding columns K .. KM - 1 become 0. */
+    if (root) { /* log p(x) = O + m + log sum_k e[k], summed in FP64 */
 #pragma unroll
-    for (int i = lane; i < TW * KM; i += 32) {
-        const int t = i / KM, k = i % KM;
-        const float mb = mrow[t];
-        es[i] = k < K && mb != -INFINITY ? __expf(es[i] - mb) : 0.0f;
-    }
-    __syncwarp();
-
-    if (root) { /* log p(x) = O + m + log sum_k es[k], summed in FP64 */
-        const int t = lane / LT, l = lane - t * LT;
-        double sum = 0.0;
-        for (int k = l; k < K; k += LT) sum += (double)es[t * KM + k];
+        for (int s = 0; s < TS; s++) {
+            const int t = sg + SG * s;
+            double sum = 0.0;
 #pragma unroll
-        for (int d = LT / 2; d > 0; d /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, d);
-        if (l == 0 && b0 + t < a.n)
-            a.logp[b0 + t] = mrow[t] == -INFINITY ? -INFINITY
-                                                  : orow[t] + (double)mrow[t] + log(sum);
+            for (int n = 0; n < NJ; n++) sum += (double)es[t * KM + jl + 32 * n];
+#pragma unroll
+            for (int d = JW / 2; d > 0; d /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+            if (jl == 0 && row_ok[s])
+                a.logp[b0 + t] = m[s] == -INFINITY ? -INFINITY : orow[t] + (double)m[s] + log(sum);
+        }
         __syncwarp();
         return;
     }
@@ -199,9 +210,9 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
         for (int q = 0; q < 4; q++)
 #pragma unroll
             for (int n = 0; n < NJ; n++) {
-                const int k = k0 + q, j = jl + 32 * n;
+                const int k = k0 + q;
                 if constexpr (NJ == 1) wv[q][n] = wreg[k];
-                else wv[q][n] = k < K && j < K ? __ldg(w + (size_t)k * K + j) : 0.0f;
+                else wv[q][n] = k < K && col_ok[n] ? __ldg(w + (size_t)k * K + jl + 32 * n) : 0.0f;
             }
 #pragma unroll
         for (int s = 0; s < TS; s++) {
@@ -217,20 +228,17 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
             }
         }
     }
+    float *out = a.rel + ((size_t)g.slot * a.chunk + b0 + sg) * K + jl;
+    double *off = a.off + (size_t)g.slot * a.chunk + b0 + sg;
 #pragma unroll
     for (int s = 0; s < TS; s++) {
-        const int t = sg + SG * s;
-        if (b0 + t >= a.n) continue;
-        float *out = a.rel + ((size_t)g.slot * a.chunk + b0 + t) * K;
+        if (!row_ok[s]) continue;
 #pragma unroll
-        for (int n = 0; n < NJ; n++) {
-            const int j = jl + 32 * n;
-            if (j < K) out[j] = pc_gpu_log(acc[s][n]);
-        }
+        for (int n = 0; n < NJ; n++)
+            if (col_ok[n]) out[(size_t)SG * s * K + 32 * n] = pc_gpu_log(acc[s][n]);
+        if (jl == 0)
+            off[SG * s] = m[s] == -INFINITY ? -INFINITY : orow[sg + SG * s] + (double)m[s];
     }
-    if (lane < TW && b0 + lane < a.n)
-        a.off[(size_t)g.slot * a.chunk + b0 + lane] =
-            mrow[lane] == -INFINITY ? -INFINITY : orow[lane] + (double)mrow[lane];
     __syncwarp();
 }
 
@@ -261,7 +269,6 @@ static __global__ void __launch_bounds__(TILE_THREADS) tile_kernel(pc_gpu_args a
                  (size_t)warp * tile_warp_bytes(KM, TW);
     float *es = reinterpret_cast<float *>(mine);
     double *orow = reinterpret_cast<double *>(es + TW * KM);
-    float *mrow = reinterpret_cast<float *>(orow + TW);
     const int64_t b0 = (int64_t)blockIdx.x * T;
     {
         const int32_t *src = reinterpret_cast<const int32_t *>(a.groups);
@@ -293,7 +300,7 @@ static __global__ void __launch_bounds__(TILE_THREADS) tile_kernel(pc_gpu_args a
         for (int c = g.child_begin; c < g.child_end; c++)
             tile_wait(plan, __ldg(a.children + c), sub);
         if (g.wait >= 0) tile_wait(plan, g.wait, sub);
-        tile_unit<TW, JW, NJ>(a, plan, gi, b0 + sub * TW, codes + sub * TW * V, es, mrow, orow);
+        tile_unit<TW, JW, NJ>(a, plan, gi, b0 + sub * TW, codes + sub * TW * V, es, orow);
         __threadfence_block();
         __syncwarp();
         if ((threadIdx.x & 31) == 0) ready[u] = 1;
