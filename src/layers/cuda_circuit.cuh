@@ -118,7 +118,6 @@ struct pc_gpu_state {
     int32_t grid;          /* persistent grid size */
     int32_t sms;
     int tile_ok;           /* fuse: the tile strategy takes this circuit */
-    size_t tile_smem_limit; /* fuse tile: shared memory a block may take (the GPU's limit) */
     /* host copies of the plan */
     pc_gpu_group *h_groups;
     /* device */

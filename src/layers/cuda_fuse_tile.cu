@@ -13,13 +13,10 @@
  *   3. es[t][k] = exp(p - m) (0 past K and where m = -inf);
  *   4. out[t][j] = sum_k es[t][k] exp(w[j, k]) in FP32 registers (lane = (sample lane sg, output
  *      column jl)), then rel_g[t][j] = log out, off_g[t] = O + m.
- * Messages use the engine's slots (cuda_circuit.cuh); a block touches only its own samples'
- * rows, so where the slots of its T samples fit in shared memory they live there (a link of
- * the chain then costs no global round trip), else in the device buffers. A unit gathers its
- * input rows before it waits on the units it reads. The plan (groups, variables, child slots)
- * and the block's sample codes (x, or C where missing) are staged in shared memory once. A lane
- * works on the same (sample, state) pairs in the product and in the output, so the max and the
- * exp stay in registers.
+ * Messages use the engine's slots (cuda_circuit.cuh) in global memory; a block touches only its
+ * own samples' rows. The plan (groups, variables, child slots) and the block's sample codes
+ * (x, or C where missing) are staged in shared memory once. A lane works on the same (sample,
+ * state) pairs in the product and in the output, so the max and the exp stay in registers.
  *
  * Shapes: JW lanes across outputs (JW = smallest power of two >= K, at least 32 / TW) and
  * NJ = 1, or JW = 32 and NJ = 2 for 32 < K <= 64; KM = JW NJ >= K is the padded row; SG = 32 / JW
@@ -38,14 +35,12 @@ static __host__ __device__ constexpr size_t tile_round16(size_t b) {
     return (b + 15) & ~(size_t)15;
 }
 
-/* Shared memory, in this order: the plan (groups [G], vars [V], child_slot and children
- * [G - 1] each), one flag
- * per unit [G][T / TW], the block's sample codes [T][V] (uint16), per warp es [TW][KM] floats
- * and O [TW] doubles, then, where they fit, the block's messages. Every part starts on a
- * 16-byte boundary. */
+/* Shared memory, in this order: the plan (groups [G], vars [V], child_slot [G - 1]), one flag
+ * per unit [G][T / TW], the block's sample codes [T][V] (uint16), then per warp es [TW][KM]
+ * floats and O [TW] doubles. Every part starts on a 16-byte boundary. */
 static __host__ __device__ size_t tile_plan_bytes(int G, int V) {
     return tile_round16((size_t)G * sizeof(pc_gpu_group)) + tile_round16((size_t)V * 4) +
-           2 * tile_round16((size_t)G * 4);
+           tile_round16((size_t)G * 4);
 }
 static __host__ __device__ size_t tile_flag_bytes(int G, int T, int tw) {
     return tile_round16((size_t)G * (T / tw));
@@ -60,10 +55,6 @@ static int tile_km(int K, int tw) {
 static __host__ __device__ size_t tile_warp_bytes(int km, int tw) {
     return tile_round16((size_t)tw * (km * 4 + 8));
 }
-/* The block's messages: rel [slots][T][K] floats and off [slots][T] doubles. */
-static __host__ __device__ size_t tile_msg_bytes(int slots, int K, int T) {
-    return tile_round16((size_t)slots * T * 8) + tile_round16((size_t)slots * T * K * 4);
-}
 static size_t tile_smem(int G, int V, int K, int T, int tw) {
     return tile_plan_bytes(G, V) + tile_flag_bytes(G, T, tw) + tile_round16((size_t)T * V * 2) +
            TILE_WARPS * tile_warp_bytes(tile_km(K, tw), tw);
@@ -75,33 +66,17 @@ template <int EM, int NJ> static constexpr int tile_src_unroll() {
     return EM >= 8 && NJ == 1 ? 2 : EM >= 4 ? 4 : 8; /* NJ = 1 also holds exp(w) in registers */
 }
 
-/* The plan as staged in shared memory, the units' flags, and where the block's messages live:
- * message (slot, sample t of the block, state k) at rel[slot * rel_stride + t K + k], its
- * offset at off[slot * off_stride + t] (the device buffers, or shared memory where they fit). */
+/* The plan as staged in shared memory, and the units' flags. */
 struct tile_plan {
     const pc_gpu_group *groups;
-    const int32_t *vars, *child_slot, *children;
+    const int32_t *vars, *child_slot;
     volatile uint8_t *ready; /* [G][per_group] */
     int per_group;
-    float *rel;
-    double *off;
-    size_t rel_stride, off_stride;
 };
 
-/* Waits until unit (group, sub) has raised its flag (lane 0 polls, the warp follows). */
-static __device__ __forceinline__ void tile_wait(const tile_plan &plan, int group, int sub) {
-    if ((threadIdx.x & 31) == 0)
-        while (!plan.ready[group * plan.per_group + sub]) __nanosleep(32);
-    __syncwarp();
-    __threadfence_block();
-}
-
-/* Unit (gi, sub): samples t0 = sub TW .. t0 + TW - 1 of the block, b0 = the first one's index in
- * the batch; codes points at sample t0's row. */
 template <int TW, int JW, int NJ>
-static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, int gi, int sub,
-                                 int64_t b0, const uint16_t *codes, float *es, double *orow) {
-    const int t0 = sub * TW;
+static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, int gi, int64_t b0,
+                                 const uint16_t *codes, float *es, double *orow) {
     constexpr int SG = 32 / JW, TS = TW / SG, KM = JW * NJ, U = tile_src_unroll<TS * NJ, NJ>();
     static_assert(SG * JW == 32 && TS * SG == TW, "tile shape");
     const int lane = threadIdx.x & 31, K = a.K, V = a.V;
@@ -126,55 +101,49 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
             wreg[k] = !root && k < K && col_ok[0] ? __ldg(w + (size_t)k * K + jl) : 0.0f;
     }
 
-    /* 1. p[s][n] in FP64: first the input rows, which need no other unit, then (once the
-     *    units this one reads have raised their flags) the children's messages; lanes < TW also
-     *    sum the children's offsets of sample `lane` into orow. */
+    /* 1. p[s][n] in FP64. Sources i < nch are children, the rest variables; lanes < TW also sum
+     *    the children's offsets of sample `lane` into orow. */
     double p[TS][NJ], o = 0.0;
 #pragma unroll
     for (int s = 0; s < TS; s++)
 #pragma unroll
         for (int n = 0; n < NJ; n++) p[s][n] = 0.0;
-    const uint16_t *my_codes = codes + sg * V;
-    for (int i0 = g.var_begin; i0 < g.var_end; i0 += U) {
-        float val[U][TS][NJ];
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const bool has = i0 + u < g.var_end;
-            const int v = has ? plan.vars[i0 + u] : 0;
-            const float *rows = a.input + (size_t)v * (a.C + 1) * K + jl;
-#pragma unroll
-            for (int s = 0; s < TS; s++) {
-                const float *row = rows + (size_t)my_codes[SG * s * V + v] * K;
-#pragma unroll
-                for (int n = 0; n < NJ; n++)
-                    val[u][s][n] = has && row_ok[s] && col_ok[n] ? __ldg(row + 32 * n) : 0.0f;
-            }
-        }
-#pragma unroll
-        for (int u = 0; u < U; u++)
-#pragma unroll
-            for (int s = 0; s < TS; s++)
-#pragma unroll
-                for (int n = 0; n < NJ; n++) p[s][n] += (double)val[u][s][n];
-    }
-    for (int c = g.child_begin; c < g.child_end; c++) tile_wait(plan, plan.children[c], sub);
-    if (g.wait >= 0) tile_wait(plan, g.wait, sub);
     const bool own_off = lane < TW && b0 + lane < a.n;
-    for (int i0 = g.child_begin; i0 < g.child_end; i0 += U) {
+    const int nch = g.child_end - g.child_begin, nsrc = nch + g.var_end - g.var_begin;
+    const uint16_t *my_codes = codes + sg * V;
+    for (int i0 = 0; i0 < nsrc; i0 += U) {
         float val[U][TS][NJ];
         double ov[U];
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            const bool has = i0 + u < g.child_end;
-            const size_t slot = has ? (size_t)plan.child_slot[i0 + u] : 0;
-            const float *rel = plan.rel + slot * plan.rel_stride + (size_t)(t0 + sg) * K + jl;
+            const int i = i0 + u;
+            ov[u] = 0.0;
+            if (i < nch) {
+                const size_t slot = (size_t)plan.child_slot[g.child_begin + i];
+                const float *rel = a.rel + (slot * a.chunk + b0 + sg) * K + jl;
 #pragma unroll
-            for (int s = 0; s < TS; s++)
+                for (int s = 0; s < TS; s++)
 #pragma unroll
-                for (int n = 0; n < NJ; n++)
-                    val[u][s][n] = has && row_ok[s] && col_ok[n] ? rel[(size_t)SG * s * K + 32 * n]
-                                                                 : 0.0f;
-            ov[u] = has && own_off ? plan.off[slot * plan.off_stride + t0 + lane] : 0.0;
+                    for (int n = 0; n < NJ; n++)
+                        val[u][s][n] =
+                            row_ok[s] && col_ok[n] ? rel[(size_t)SG * s * K + 32 * n] : 0.0f;
+                if (own_off) ov[u] = a.off[slot * a.chunk + b0 + lane];
+            } else if (i < nsrc) {
+                const int v = plan.vars[g.var_begin + i - nch];
+                const float *rows = a.input + (size_t)v * (a.C + 1) * K + jl;
+#pragma unroll
+                for (int s = 0; s < TS; s++) {
+                    const float *row = rows + (size_t)my_codes[SG * s * V + v] * K;
+#pragma unroll
+                    for (int n = 0; n < NJ; n++)
+                        val[u][s][n] = row_ok[s] && col_ok[n] ? __ldg(row + 32 * n) : 0.0f;
+                }
+            } else {
+#pragma unroll
+                for (int s = 0; s < TS; s++)
+#pragma unroll
+                    for (int n = 0; n < NJ; n++) val[u][s][n] = 0.0f;
+            }
         }
 #pragma unroll
         for (int u = 0; u < U; u++) {
@@ -259,8 +228,8 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
             }
         }
     }
-    float *out = plan.rel + (size_t)g.slot * plan.rel_stride + (size_t)(t0 + sg) * K + jl;
-    double *off = plan.off + (size_t)g.slot * plan.off_stride + t0 + sg;
+    float *out = a.rel + ((size_t)g.slot * a.chunk + b0 + sg) * K + jl;
+    double *off = a.off + (size_t)g.slot * a.chunk + b0 + sg;
 #pragma unroll
     for (int s = 0; s < TS; s++) {
         if (!row_ok[s]) continue;
@@ -273,10 +242,17 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
     __syncwarp();
 }
 
-/* Grid: one block per T samples. With msg_smem the block's messages live in shared memory. */
+/* Waits until unit (group, sub) has raised its flag (lane 0 polls, the warp follows). */
+static __device__ __forceinline__ void tile_wait(const tile_plan &plan, int group, int sub) {
+    if ((threadIdx.x & 31) == 0)
+        while (!plan.ready[group * plan.per_group + sub]) __nanosleep(32);
+    __syncwarp();
+    __threadfence_block();
+}
+
+/* Grid: one block per T samples. */
 template <int TW, int JW, int NJ>
-static __global__ void __launch_bounds__(TILE_THREADS) tile_kernel(pc_gpu_args a, int T,
-                                                                   int slots, int msg_smem) {
+static __global__ void __launch_bounds__(TILE_THREADS) tile_kernel(pc_gpu_args a, int T) {
     extern __shared__ float4 smem4[];
     char *base = reinterpret_cast<char *>(smem4);
     const int warp = threadIdx.x / 32, V = a.V, G = a.G, KM = JW * NJ;
@@ -286,16 +262,11 @@ static __global__ void __launch_bounds__(TILE_THREADS) tile_kernel(pc_gpu_args a
         reinterpret_cast<int32_t *>(base + tile_round16((size_t)G * sizeof(pc_gpu_group)));
     int32_t *child_slot = reinterpret_cast<int32_t *>(reinterpret_cast<char *>(vars) +
                                                       tile_round16((size_t)V * 4));
-    int32_t *children = reinterpret_cast<int32_t *>(reinterpret_cast<char *>(child_slot) +
-                                                    tile_round16((size_t)G * 4));
     uint8_t *ready = reinterpret_cast<uint8_t *>(base + tile_plan_bytes(G, V));
     uint16_t *codes = reinterpret_cast<uint16_t *>(reinterpret_cast<char *>(ready) +
                                                    tile_flag_bytes(G, T, TW));
-    char *warps = reinterpret_cast<char *>(codes) + tile_round16((size_t)T * V * 2);
-    char *mine = warps + (size_t)warp * tile_warp_bytes(KM, TW);
-    double *msg_off = reinterpret_cast<double *>(warps + TILE_WARPS * tile_warp_bytes(KM, TW));
-    float *msg_rel = reinterpret_cast<float *>(reinterpret_cast<char *>(msg_off) +
-                                               tile_round16((size_t)slots * T * 8));
+    char *mine = reinterpret_cast<char *>(codes) + tile_round16((size_t)T * V * 2) +
+                 (size_t)warp * tile_warp_bytes(KM, TW);
     float *es = reinterpret_cast<float *>(mine);
     double *orow = reinterpret_cast<double *>(es + TW * KM);
     const int64_t b0 = (int64_t)blockIdx.x * T;
@@ -305,10 +276,8 @@ static __global__ void __launch_bounds__(TILE_THREADS) tile_kernel(pc_gpu_args a
         const int words = G * (int)(sizeof(pc_gpu_group) / 4);
         for (int i = threadIdx.x; i < words; i += TILE_THREADS) dst[i] = __ldg(src + i);
         for (int i = threadIdx.x; i < V; i += TILE_THREADS) vars[i] = __ldg(a.vars + i);
-        for (int i = threadIdx.x; i < G - 1; i += TILE_THREADS) {
+        for (int i = threadIdx.x; i < G - 1; i += TILE_THREADS)
             child_slot[i] = __ldg(a.child_slot + i);
-            children[i] = __ldg(a.children + i);
-        }
         for (int i = threadIdx.x; i < units; i += TILE_THREADS) ready[i] = 0;
     }
     for (int i = threadIdx.x; i < T * V; i += TILE_THREADS) {
@@ -322,24 +291,23 @@ static __global__ void __launch_bounds__(TILE_THREADS) tile_kernel(pc_gpu_args a
         codes[i] = code;
     }
     __syncthreads();
-    tile_plan plan = {groups, vars, child_slot, children, ready, per_group,
-                      msg_rel, msg_off, (size_t)T * a.K, (size_t)T};
-    if (!msg_smem) {
-        plan.rel = a.rel + (size_t)b0 * a.K, plan.off = a.off + b0;
-        plan.rel_stride = (size_t)a.chunk * a.K, plan.off_stride = (size_t)a.chunk;
-    }
+    const tile_plan plan = {groups, vars, child_slot, ready, per_group};
     /* Units in evaluation order, dealt round-robin: a unit waits only on earlier units, which
      * their warps reach first, so the block cannot deadlock. */
     for (int u = warp; u < units; u += TILE_WARPS) {
         const int gi = u / per_group, sub = u % per_group;
-        tile_unit<TW, JW, NJ>(a, plan, gi, sub, b0 + sub * TW, codes + sub * TW * V, es, orow);
+        const pc_gpu_group g = groups[gi];
+        for (int c = g.child_begin; c < g.child_end; c++)
+            tile_wait(plan, __ldg(a.children + c), sub);
+        if (g.wait >= 0) tile_wait(plan, g.wait, sub);
+        tile_unit<TW, JW, NJ>(a, plan, gi, b0 + sub * TW, codes + sub * TW * V, es, orow);
         __threadfence_block();
         __syncwarp();
         if ((threadIdx.x & 31) == 0) ready[u] = 1;
     }
 }
 
-typedef void (*tile_fn)(pc_gpu_args, int, int, int);
+typedef void (*tile_fn)(pc_gpu_args, int);
 
 /* Samples per block for n: the fewest (at least 4) that leave no more blocks than SMs, at most
  * TILE_MAX_T. */
@@ -399,11 +367,9 @@ extern "C" pc_status pc_gpu_fuse_tile_prepare(pc_gpu_state *s) {
         return pc_fail(PC_ERR_UNSUPPORTED,
                        "fuse tile strategy: needs %zu bytes of shared memory per block, the GPU "
                        "has %d", smem, max_smem);
-    /* The limit is the GPU's: the block's messages go to shared memory where they fit. */
     for (int T = 4; T <= TILE_MAX_T; T *= 2)
         PC_GPU_CHECK(cudaFuncSetAttribute(tile_pick(s->K, tile_tw(s->K, T)),
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem));
-    s->tile_smem_limit = (size_t)max_smem;
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 fail:
     return st;
 }
@@ -420,11 +386,8 @@ extern "C" pc_status pc_gpu_fuse_tile_enqueue(pc_gpu_state *s, const pc_gpu_args
     pc_status st = PC_OK;
     const int T = tile_samples(s, a->n), tw = tile_tw(s->K, T);
     const unsigned grid = (unsigned)((a->n + T - 1) / T);
-    const size_t base = tile_smem(s->G, s->V, s->K, T, tw);
-    const size_t msgs = tile_msg_bytes(s->num_slots, s->K, T);
-    const int msg_smem = base + msgs <= s->tile_smem_limit;
-    tile_pick(s->K, tw)<<<grid, TILE_THREADS, msg_smem ? base + msgs : base, stream>>>(
-        *a, T, s->num_slots, msg_smem);
+    const size_t smem = tile_smem(s->G, s->V, s->K, T, tw);
+    tile_pick(s->K, tw)<<<grid, TILE_THREADS, smem, stream>>>(*a, T);
     PC_GPU_CHECK(cudaGetLastError());
 fail:
     return st;
