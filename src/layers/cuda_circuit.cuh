@@ -13,7 +13,8 @@
  * Memory reuse. A message lives in a slot only until its parent has read it. Slots are assigned
  * on the host in evaluation order; a slot given to group g after its previous occupant's parent
  * q has read it records q in `wait`, so g (per batch tile) starts only after q is done with that
- * tile. The persistent kernels honour this through counters; the layered (gemm) path honours it
+ * tile. The persistent kernels honour this through counters, the tile kernel through flags in
+ * shared memory per (group, slice of a block's samples); the layered (gemm) path honours it
  * because q's layer precedes g's layer.
  */
 #ifndef PC_LAYERS_CUDA_CIRCUIT_CUH

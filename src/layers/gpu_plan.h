@@ -4,8 +4,8 @@
  * Every sum node group but the root writes its message into a slot of the device's message
  * buffer; the parent group reads it. A slot is reused once its message has been read: the next
  * occupant h records the reader in h.wait and must not write a batch tile before the reader has
- * finished that tile. The persistent kernels honour this with counters, the layered path by
- * running layers in order. A freed slot goes only to a group of a later layer than its reader,
+ * finished that tile. The persistent kernels honour this with counters, the tile kernel with
+ * flags in shared memory, the layered path by running layers in order. A freed slot goes only to a group of a later layer than its reader,
  * so a wait never points into the writer's own layer: the longest chain of waits stays the
  * circuit's layer count instead of running through a layer's groups one after another.
  */
