@@ -202,9 +202,9 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
     for (int s = 0; s < TS; s++)
 #pragma unroll
         for (int n = 0; n < NJ; n++) acc[s][n] = 0.0f;
+    /* No early exit at K: es and wreg are 0 past K, and a branch here would stall the warp. */
 #pragma unroll
     for (int k0 = 0; k0 < KM; k0 += 4) {
-        if (k0 >= K) break;
         float wv[4][NJ];
 #pragma unroll
         for (int q = 0; q < 4; q++)
@@ -232,12 +232,13 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
     double *off = a.off + (size_t)g.slot * a.chunk + b0 + sg;
 #pragma unroll
     for (int s = 0; s < TS; s++) {
-        if (!row_ok[s]) continue;
 #pragma unroll
-        for (int n = 0; n < NJ; n++)
-            if (col_ok[n]) out[(size_t)SG * s * K + 32 * n] = pc_gpu_log(acc[s][n]);
-        if (jl == 0)
-            off[SG * s] = m[s] == -INFINITY ? -INFINITY : orow[sg + SG * s] + (double)m[s];
+        for (int n = 0; n < NJ; n++) {
+            const float r = pc_gpu_log(acc[s][n]);
+            if (row_ok[s] && col_ok[n]) out[(size_t)SG * s * K + 32 * n] = r;
+        }
+        const double o = m[s] == -INFINITY ? -INFINITY : orow[sg + SG * s] + (double)m[s];
+        if (row_ok[s] && jl == 0) off[SG * s] = o;
     }
     __syncwarp();
 }

@@ -23,16 +23,19 @@
 #endif
 
 PC_GPU_LOG_FN float pc_gpu_log(float y) {
-    if (!(y > 0.0f) || y == INFINITY) return y == 0.0f ? -INFINITY : y == INFINITY ? y : NAN;
-    int e = 0;
-    if (y < 1.17549435e-38f) y *= 16777216.0f, e = -24; /* subnormal: times 2^24, exact */
+    /* No branches (a GPU warp would stall resolving them): every case is computed and the
+     * special values are selected at the end. */
+    const int sub = y < 1.17549435e-38f; /* subnormal (or 0, negative): times 2^24, exact */
+    const float ys = sub ? y * 16777216.0f : y;
     int32_t bits;
-    memcpy(&bits, &y, sizeof bits);
-    e += (bits >> 23) - 127;
+    memcpy(&bits, &ys, sizeof bits);
+    int e = ((bits >> 23) & 0xff) - 127 - (sub ? 24 : 0);
     bits = (bits & 0x007fffff) | 0x3f800000; /* the mantissa as a float in [1, 2) */
     float m;
     memcpy(&m, &bits, sizeof m);
-    if (m > 1.41421356f) m *= 0.5f, e += 1;
+    const int big = m > 1.41421356f;
+    m = big ? m * 0.5f : m;
+    e += big;
     const float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
     float q = 1.0f / 9.0f;
     q = fmaf(q, s2, 1.0f / 7.0f);
@@ -40,7 +43,8 @@ PC_GPU_LOG_FN float pc_gpu_log(float y) {
     q = fmaf(q, s2, 1.0f / 3.0f);
     const float two_s = s + s, log_m = fmaf(two_s * s2, q, two_s);
     const float ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682e-6f; /* ln2_hi has 16 bits */
-    return fmaf((float)e, ln2_hi, fmaf((float)e, ln2_lo, log_m));
+    const float r = fmaf((float)e, ln2_hi, fmaf((float)e, ln2_lo, log_m));
+    return y > 0.0f && y < INFINITY ? r : y == 0.0f ? -INFINITY : y == INFINITY ? y : NAN;
 }
 
 #endif
