@@ -414,6 +414,32 @@ static void test_em_bad_arguments(void **state) {
     pc_hclt *other = NULL;
     assert_int_equal(pc_learn_hclt_create(5, tree, 4, 3, &other), PC_OK);
     assert_int_equal(pc_em_export(em, other), PC_ERR_ARG);
+    /* A value marked missing is never read: out of range there is accepted and changes nothing,
+     * in the log-likelihood and in an EM step. */
+    d->missing = calloc(50 * 5, 1);
+    assert_non_null(d->missing);
+    d->missing[7 * 5 + 2] = 1;
+    double lp0[50], lp1[50];
+    pc_hclt *after0 = NULL, *after1 = NULL;
+    assert_int_equal(pc_learn_hclt_create(5, tree, 4, 2, &after0), PC_OK);
+    assert_int_equal(pc_learn_hclt_create(5, tree, 4, 2, &after1), PC_OK);
+    for (int pass = 0; pass < 2; pass++) {
+        pc_em *e2 = NULL;
+        d->values[7 * 5 + 2] = pass == 0 ? 0 : 200;
+        assert_int_equal(pc_learn_loglik(m, d, pass == 0 ? lp0 : lp1), PC_OK);
+        assert_int_equal(pc_em_create(m, &e2), PC_OK);
+        assert_int_equal(pc_em_step(e2, d, NULL, 50, 1.0, 0.1, NULL), PC_OK);
+        assert_int_equal(pc_em_export(e2, pass == 0 ? after0 : after1), PC_OK);
+        pc_em_free(e2);
+    }
+    for (int i = 0; i < 50; i++) assert_true(lp0[i] == lp1[i]);
+    for (int64_t i = 0; i < 5 * 2 * 4; i++)
+        assert_true(after0->input_logp[i] == after1->input_logp[i]);
+    d->values[7 * 5 + 2] = 0;
+    free(d->missing);
+    d->missing = NULL;
+    pc_hclt_free(after0);
+    pc_hclt_free(after1);
     m->input_logp[3] = NAN; /* an invalid model is refused */
     pc_em *bad = NULL;
     assert_int_not_equal(pc_em_create(m, &bad), PC_OK);

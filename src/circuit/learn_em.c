@@ -294,7 +294,8 @@ static void m_step(pc_em *em, double inv_scale, double step, double pseudocount)
         }
 }
 
-/* Checks the rows and their values before anything changes. */
+/* Checks the rows and their values before anything changes. A value marked missing is never
+ * read, so only observed values must be below num_cats (as in pc_evaluate). */
 static pc_status check_rows(const pc_em *em, const pc_data *data, const int64_t *rows, int64_t n) {
     if (data->width != em->num_vars)
         return pc_fail(PC_ERR_DATA, "EM: data has %d variables per sample, the model %d",
@@ -308,8 +309,9 @@ static pc_status check_rows(const pc_em *em, const pc_data *data, const int64_t 
             return pc_fail(PC_ERR_ARG, "EM: rows[%lld] = %lld is out of range 0..%lld",
                            (long long)i, (long long)r, (long long)data->count - 1);
         const uint8_t *x = data->values + r * data->width;
+        const uint8_t *miss = data->missing ? data->missing + r * data->width : NULL;
         for (int32_t v = 0; v < data->width; v++)
-            if (x[v] >= em->num_cats)
+            if (x[v] >= em->num_cats && !(miss && miss[v]))
                 return pc_fail(PC_ERR_DATA,
                                "EM: value %d at row %lld, variable %d is not below "
                                "num_cats = %d",
