@@ -120,6 +120,16 @@ static void test_mi_bad_arguments(void **state) {
     assert_non_null(strstr(pc_last_error(), "num_cats"));
     assert_int_equal(pc_learn_mutual_info(&d, 8, 4, 0, 1, mi), PC_ERR_DATA); /* value 9 >= 8 */
     assert_non_null(strstr(pc_last_error(), "value 9"));
+    /* ... unless it is marked missing: it is never read, and gives what 0 there gives */
+    uint8_t missing[6] = {0, 0, 0, 0, 0, 1};
+    double mi0[4];
+    d.missing = missing;
+    assert_int_equal(pc_learn_mutual_info(&d, 8, 4, 0, 1, mi), PC_OK);
+    values[5] = 0;
+    assert_int_equal(pc_learn_mutual_info(&d, 8, 4, 0, 1, mi0), PC_OK);
+    for (int i = 0; i < 4; i++) assert_true(mi[i] == mi0[i]);
+    values[5] = 9;
+    d.missing = NULL;
     assert_int_equal(pc_learn_mutual_info(NULL, 8, 4, 0, 1, mi), PC_ERR_ARG);
     pc_data empty = {.count = 0, .width = 2, .values = values};
     assert_int_equal(pc_learn_mutual_info(&empty, 256, 4, 0, 1, mi), PC_ERR_DATA);

@@ -9,7 +9,8 @@
  *
  * All calls are deterministic for given inputs and seed, whatever the number of OpenMP threads:
  * the expected counts are summed in 64-bit fixed point, whose addition is associative.
- * Data values must be < num_cats; a missing mask (pc_data.missing) marginalises those values.
+ * Observed data values must be < num_cats; a missing mask (pc_data.missing) marginalises those
+ * values, which are then never read.
  */
 #ifndef PC_LEARN_H
 #define PC_LEARN_H

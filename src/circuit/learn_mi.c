@@ -103,7 +103,7 @@ pc_status pc_learn_mutual_info(const pc_data *data, int32_t num_cats, int32_t nu
         const uint8_t *x = data->values + rows[i] * v_count;
         const uint8_t *miss = data->missing ? data->missing + rows[i] * v_count : NULL;
         for (int64_t v = 0; v < v_count; v++) {
-            if (x[v] >= num_cats) {
+            if (x[v] >= num_cats && !(miss && miss[v])) {
                 long long r = (long long)rows[i];
                 free(rows);
                 free(bins);
