@@ -370,7 +370,7 @@ int64_t pc_gpu_chunk(const void *state) { return ((const pc_gpu_state *)state)->
 
 const char *pc_gpu_strategy(const void *state, int64_t n) {
     const pc_gpu_state *s = (const pc_gpu_state *)state;
-    return s->impl->strategy(s, n);
+    return s->impl->strategy ? s->impl->strategy : s->impl->strategy_for(s, n);
 }
 
 static int cmp_double(const void *x, const void *y) {

@@ -84,8 +84,10 @@ typedef struct pc_gpu_state pc_gpu_state;
 
 typedef struct pc_gpu_impl {
     pc_backend backend;
-    /* How a forward pass of n samples is scheduled ("tile", "persistent", "layered"). */
-    const char *(*strategy)(const pc_gpu_state *s, int64_t n);
+    /* How a forward pass is scheduled ("tile", "persistent", "layered"), or NULL when it
+     * depends on the batch: then strategy_for(s, n) says. */
+    const char *strategy;
+    const char *(*strategy_for)(const pc_gpu_state *s, int64_t n);
     /* Chooses tile sizes for K; returns PC_ERR_UNSUPPORTED (with a message) when K is too
      * large for its shared-memory tiles. */
     pc_status (*configure)(pc_gpu_state *s);

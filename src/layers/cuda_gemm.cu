@@ -156,13 +156,8 @@ fail:
     return st;
 }
 
-static const char *gemm_strategy(const pc_gpu_state *s, int64_t n) {
-    (void)s, (void)n;
-    return "layered";
-}
-
 static const pc_gpu_impl gemm_impl = {
-    PC_BACKEND_GEMM, gemm_strategy,    gemm_configure,   pc_gpu_upload_wexp,
+    PC_BACKEND_GEMM, "layered",        NULL,             gemm_configure, pc_gpu_upload_wexp,
     gemm_enqueue,    gemm_extra_bytes, gemm_alloc_extra, gemm_free_extra};
 
 static pc_status gemm_create(const pc_circuit *c, const pc_eval_opts *o, void **state) {

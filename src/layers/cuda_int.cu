@@ -176,13 +176,8 @@ static size_t int_extra_bytes(const pc_gpu_state *s, int64_t chunk) {
 static pc_status int_alloc_extra(pc_gpu_state *s) { (void)s; return PC_OK; }
 static void int_free_extra(pc_gpu_state *s) { (void)s; }
 
-static const char *int_strategy(const pc_gpu_state *s, int64_t n) {
-    (void)s, (void)n;
-    return "persistent";
-}
-
 static const pc_gpu_impl int_impl = {
-    PC_BACKEND_INT, int_strategy,    int_configure,   int_upload,
+    PC_BACKEND_INT, "persistent",    NULL,            int_configure, int_upload,
     int_enqueue,    int_extra_bytes, int_alloc_extra, int_free_extra};
 
 static pc_status int_create(const pc_circuit *c, const pc_eval_opts *o, void **state) {
