@@ -54,7 +54,7 @@ static size_t bytes_for(const pc_gpu_state *s, int64_t chunk, size_t *fixed_out)
     size_t per = (size_t)s->num_slots * (size_t)chunk * (K * 4 + 8) + 2 * (size_t)chunk * V * 2 +
                  2 * (size_t)chunk * 8 + (G * tiles + 1) * 4;
     if (fixed_out) *fixed_out = fixed;
-    return fixed + per + s->impl->extra_bytes(s, chunk);
+    return fixed + per + (s->impl->extra_bytes ? s->impl->extra_bytes(s, chunk) : 0);
 }
 
 static pc_status choose_chunk(pc_gpu_state *s, int64_t max_batch) {
@@ -222,7 +222,7 @@ pc_status pc_gpu_create(const pc_gpu_impl *impl, const pc_circuit *circuit,
     if ((st = upload_common(s))) goto fail;
     if ((st = impl->upload(s))) goto fail;
     if ((st = alloc_buffers(s))) goto fail;
-    if ((st = impl->alloc_extra(s))) goto fail;
+    if (impl->alloc_extra && (st = impl->alloc_extra(s))) goto fail;
     *state = s;
     return PC_OK;
 fail:
@@ -345,7 +345,7 @@ void pc_gpu_destroy(void *state) {
     if (s->copy) cudaStreamSynchronize(s->copy);
     for (int i = 0; i < PC_GPU_GRAPHS; i++)
         if (s->graphs[i].exec) cudaGraphExecDestroy(s->graphs[i].exec);
-    if (s->impl) s->impl->free_extra(s);
+    if (s->impl && s->impl->free_extra) s->impl->free_extra(s);
     cudaFree(s->d_groups), cudaFree(s->d_vars), cudaFree(s->d_children);
     cudaFree(s->d_child_slot), cudaFree(s->d_input), cudaFree(s->d_wexp), cudaFree(s->d_wq);
     cudaFree(s->d_table), cudaFree(s->d_root_logw), cudaFree(s->d_off), cudaFree(s->d_rel);

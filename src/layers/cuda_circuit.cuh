@@ -96,7 +96,8 @@ typedef struct pc_gpu_impl {
     /* Queues one forward pass of a->n samples on `stream` (it is being captured as a graph),
      * including any counter resets the pass needs. */
     pc_status (*enqueue)(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream);
-    /* Device bytes the backend adds to the common buffers for `chunk` samples. */
+    /* Device bytes the backend adds to the common buffers for `chunk` samples, and their
+     * allocation and release; all three NULL for a backend with no buffers of its own. */
     size_t (*extra_bytes)(const pc_gpu_state *s, int64_t chunk);
     pc_status (*alloc_extra)(pc_gpu_state *s);
     void (*free_extra)(pc_gpu_state *s);

@@ -193,16 +193,9 @@ fail:
     return st;
 }
 
-static size_t fuse_extra_bytes(const pc_gpu_state *s, int64_t chunk) {
-    (void)s, (void)chunk;
-    return 0;
-}
-static pc_status fuse_alloc_extra(pc_gpu_state *s) { (void)s; return PC_OK; }
-static void fuse_free_extra(pc_gpu_state *s) { (void)s; }
-
 extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
     PC_BACKEND_FUSE, "persistent",     NULL,             fuse_configure, pc_gpu_upload_wexp,
-    fuse_enqueue,    fuse_extra_bytes, fuse_alloc_extra, fuse_free_extra};
+    fuse_enqueue,    NULL,             NULL,             NULL};
 
 /* fuse's own choice per forward pass: the tile strategy (no waits between blocks) for K <= 32,
  * and for K <= 64 up to 16 samples per SM; else the persistent kernel, whose output tiles split
@@ -232,7 +225,7 @@ static pc_status choose_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStrea
 
 static const pc_gpu_impl fuse_choose_impl = {
     PC_BACKEND_FUSE, NULL,             choose_strategy,  choose_configure, pc_gpu_upload_wexp,
-    choose_enqueue,  fuse_extra_bytes, fuse_alloc_extra, fuse_free_extra};
+    choose_enqueue,  NULL,             NULL,             NULL};
 
 static pc_status fuse_create(const pc_circuit *c, const pc_eval_opts *o, void **state) {
     return pc_gpu_create(&fuse_choose_impl, c, o, state);

@@ -394,17 +394,9 @@ fail:
     return st;
 }
 
-static size_t tile_extra_bytes(const pc_gpu_state *s, int64_t chunk) {
-    (void)s, (void)chunk;
-    return 0;
-}
-static pc_status tile_alloc_extra(pc_gpu_state *s) { (void)s; return PC_OK; }
-static void tile_free_extra(pc_gpu_state *s) { (void)s; }
-
 extern "C" const pc_gpu_impl pc_gpu_fuse_tile_impl = {
-    PC_BACKEND_FUSE,          "tile",           NULL,             tile_configure,
-    pc_gpu_upload_wexp,       pc_gpu_fuse_tile_enqueue, tile_extra_bytes, tile_alloc_extra,
-    tile_free_extra};
+    PC_BACKEND_FUSE,          "tile", NULL, tile_configure, pc_gpu_upload_wexp,
+    pc_gpu_fuse_tile_enqueue, NULL,   NULL, NULL};
 
 /* Whether the tile strategy takes this circuit (else fuse runs the persistent kernel). */
 extern "C" int pc_gpu_fuse_tile_fits(const pc_circuit *c) {

@@ -169,16 +169,9 @@ fail:
     return st;
 }
 
-static size_t int_extra_bytes(const pc_gpu_state *s, int64_t chunk) {
-    (void)s, (void)chunk;
-    return 0;
-}
-static pc_status int_alloc_extra(pc_gpu_state *s) { (void)s; return PC_OK; }
-static void int_free_extra(pc_gpu_state *s) { (void)s; }
-
 static const pc_gpu_impl int_impl = {
     PC_BACKEND_INT, "persistent",    NULL,            int_configure, int_upload,
-    int_enqueue,    int_extra_bytes, int_alloc_extra, int_free_extra};
+    int_enqueue,    NULL,            NULL,            NULL};
 
 static pc_status int_create(const pc_circuit *c, const pc_eval_opts *o, void **state) {
     return pc_gpu_create(&int_impl, c, o, state);
