@@ -1,19 +1,33 @@
 /* `fuse`, the persistent strategy (K above the tile strategy's range, cuda_fuse_tile.cu): the
- * whole circuit in one persistent kernel. A work item is (group, batch tile of BM
- * samples, output tile of BN sum nodes); items are handed out in evaluation order through an
- * atomic counter and each waits for its children's tiles (pc_gpu_wait), so the tree's many
- * small layers run concurrently instead of one launch each.
+ * whole circuit in one persistent kernel. A work item is (group, batch tile of BM samples,
+ * output tile of BN sum nodes); items are handed out in evaluation order through an atomic
+ * counter and each waits for its children's samples, so the tree's many small layers run
+ * concurrently instead of one launch each.
+ *
+ * Two item shapes. Wide items (BM = 64-128 samples, BN = K outputs up to 256) gather each
+ * sample's inputs once and reuse them across all K outputs; they serve the layers near the
+ * leaves, which have tens of groups. The top of an HCLT is a long thin chain (MNIST: 24 of 42
+ * layers hold 2 groups), where wide items would leave most SMs idle on the critical path:
+ * there narrow items (16 samples, <= 64 outputs) split each group over up to 16x more blocks.
+ * The host picks, per forward pass, the first layer from which every layer has too few wide
+ * items to fill the GPU; groups from there on take narrow items.
  *
  * Per item: gather inputs and children's messages in FP64, shift by the per-sample max,
  * exponentiate once into shared memory es[K][BM], then a register-blocked FP32 product with
  * exp(w) (TM x TN outputs per thread, W streamed through shared memory in KC-row slices), one
- * log per output. 256 threads per block. */
+ * log per output. 256 threads per block.
+ *
+ * Counters. done[g][f] counts the outputs of group g finished for the f-th run of FUSE_FINE
+ * samples; a reader waits until it reaches K for each run its samples cover, whatever the
+ * writer's item shape. */
 #include "layers/cuda_circuit.cuh"
 
 #define FUSE_THREADS 256
 #define FUSE_KC 32
+#define FUSE_FINE 16
 
-/* Loads N consecutive floats from 16-byte (N % 4 == 0) or 8-byte aligned shared memory. */
+/* Loads N consecutive floats from 16-byte (N % 4 == 0), 8-byte (N % 2 == 0) or 4-byte aligned
+ * shared memory. */
 template <int N>
 static __device__ __forceinline__ void lds(float (&r)[N], const float *p) {
     if constexpr (N % 4 == 0) {
@@ -22,26 +36,43 @@ static __device__ __forceinline__ void lds(float (&r)[N], const float *p) {
             float4 v = reinterpret_cast<const float4 *>(p)[q];
             r[4 * q] = v.x, r[4 * q + 1] = v.y, r[4 * q + 2] = v.z, r[4 * q + 3] = v.w;
         }
-    } else {
+    } else if constexpr (N % 2 == 0) {
 #pragma unroll
         for (int q = 0; q < N / 2; q++) {
             float2 v = reinterpret_cast<const float2 *>(p)[q];
             r[2 * q] = v.x, r[2 * q + 1] = v.y;
         }
+    } else {
+#pragma unroll
+        for (int q = 0; q < N; q++) r[q] = p[q];
     }
 }
 
-template <int BM, int BN>
-static size_t fuse_smem(int K) {
-    return (size_t)K * pc_gpu_ld(BM) * 4 + (size_t)FUSE_KC * BN * 4 + 2 * (size_t)BM * 8;
-}
+/* An item shape: BM samples x BN outputs, TM x TN of them per thread. */
+template <int BM_, int BN_, int TM_, int TN_>
+struct fuse_shape {
+    static constexpr int BM = BM_, BN = BN_, TM = TM_, TN = TN_;
+    static_assert((BM / TM) * (BN / TN) == FUSE_THREADS, "tile does not match the block");
+    static_assert(BM % FUSE_FINE == 0, "items cover whole runs of the counters");
+    static size_t smem(int K) {
+        return (size_t)K * pc_gpu_ld(BM) * 4 + (size_t)FUSE_KC * BN * 4 + 2 * (size_t)BM * 8;
+    }
+};
+
+/* Where the narrow items start, for one forward pass: groups [0, groups_a) take wide items,
+ * [groups_a, G) narrow ones. Items are numbered wide first, each part (group, tile, j-tile). */
+typedef struct fuse_split {
+    int32_t groups_a;
+    int32_t tiles_a, jtiles_a, tiles_b, jtiles_b;
+    int32_t items_a, total;
+} fuse_split;
 
 /* One item. Threads are (ty, tx) with tx fastest; thread (ty, tx) owns samples
  * ty*TM .. ty*TM+TM-1 and outputs j0 + tx*TN .. +TN-1. */
-template <int BM, int BN, int TM, int TN>
+template <class S>
 static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_group &g, int t,
                                  int jt, float *smem) {
-    static_assert((BM / TM) * (BN / TN) == FUSE_THREADS, "tile does not match the block");
+    constexpr int BM = S::BM, BN = S::BN, TM = S::TM, TN = S::TN;
     const int K = a.K, ld = pc_gpu_ld(BM);
     float *es = smem;
     float *ws = es + (size_t)K * ld;
@@ -101,93 +132,146 @@ static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_grou
     }
 }
 
+/* Thread f < runs waits until group q has finished all K outputs of counter run f0 + f. */
+static __device__ __forceinline__ void fuse_wait_runs(const pc_gpu_args &a, int q, int f0,
+                                                      int runs) {
+    if ((int)threadIdx.x < runs) {
+        const volatile int32_t *d = a.done + (size_t)q * a.tiles + f0 + threadIdx.x;
+        while (*d < a.K) __nanosleep(32);
+    }
+}
+
+/* Item `item` of a part of the queue whose groups start at g_begin, with `tiles` sample tiles
+ * and `jtiles` output tiles per group: waits for its inputs, computes, publishes. */
+template <class S>
+static __device__ __forceinline__ void fuse_run(const pc_gpu_args &a, int item, int g_begin,
+                                                int tiles, int jtiles, float *smem) {
+    const int jt = item % jtiles, rest = item / jtiles;
+    const int t = rest % tiles, gi = g_begin + rest / tiles;
+    const pc_gpu_group g = a.groups[gi];
+    if (g.slot < 0 && jt > 0) return; /* the root has one output: its other j-tiles are empty */
+    const int f0 = t * (S::BM / FUSE_FINE);
+    const int runs = min(S::BM / FUSE_FINE, a.tiles - f0);
+    for (int i = g.child_begin; i < g.child_end; i++)
+        fuse_wait_runs(a, __ldg(a.children + i), f0, runs);
+    if (g.wait >= 0) fuse_wait_runs(a, g.wait, f0, runs);
+    __threadfence();
+    __syncthreads();
+    fuse_item<S>(a, gi, g, t, jt, smem);
+    __threadfence();
+    __syncthreads();
+    if (g.slot >= 0 && (int)threadIdx.x < runs)
+        atomicAdd(a.done + (size_t)gi * a.tiles + f0 + threadIdx.x, min(S::BN, a.K - jt * S::BN));
+}
+
 /* The persistent loop: items from the queue until none is left. */
-template <int BM, int BN, int TM, int TN>
-static __device__ __forceinline__ void fuse_loop(const pc_gpu_args &a) {
+template <class A, class B>
+static __device__ __forceinline__ void fuse_loop(const pc_gpu_args &a, const fuse_split &sp) {
     extern __shared__ float4 smem4[];
     float *smem = reinterpret_cast<float *>(smem4);
     __shared__ int s_item;
-    const int total = a.G * a.tiles * a.jtiles;
     for (;;) {
         if (threadIdx.x == 0) s_item = atomicAdd(a.queue, 1);
         __syncthreads();
         const int item = s_item;
-        if (item >= total) return;
-        const int jt = item % a.jtiles, rest = item / a.jtiles;
-        const int t = rest % a.tiles, gi = rest / a.tiles;
-        const pc_gpu_group g = a.groups[gi];
-        if (g.slot < 0 && jt > 0) { /* the root has one output: its other j-tiles are empty */
-            __syncthreads();
-            continue;
-        }
-        if (threadIdx.x == 0) pc_gpu_wait(a, g, t, a.jtiles);
+        if (item >= sp.total) return;
+        if (item < sp.items_a) fuse_run<A>(a, item, 0, sp.tiles_a, sp.jtiles_a, smem);
+        else fuse_run<B>(a, item - sp.items_a, sp.groups_a, sp.tiles_b, sp.jtiles_b, smem);
         __syncthreads();
-        fuse_item<BM, BN, TM, TN>(a, gi, g, t, jt, smem);
-        __threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0 && g.slot >= 0) atomicAdd(a.done + (size_t)gi * a.tiles + t, 1);
     }
 }
 
-template <int BM, int BN, int TM, int TN>
-static __global__ void __launch_bounds__(FUSE_THREADS) fuse_kernel(pc_gpu_args a) {
-    fuse_loop<BM, BN, TM, TN>(a);
+template <class A, class B>
+static __global__ void __launch_bounds__(FUSE_THREADS) fuse_kernel(pc_gpu_args a, fuse_split sp) {
+    fuse_loop<A, B>(a, sp);
 }
 
 /* The 8 x 8 tile (BN = 256) would take 141 registers, one block per SM; capped at 128 (a few
  * spilled words) two blocks per SM hide each other's gather latency, as with BN = 128. */
-template <int BM, int BN, int TM, int TN>
-static __global__ void __launch_bounds__(FUSE_THREADS, 2) fuse_kernel_2(pc_gpu_args a) {
-    fuse_loop<BM, BN, TM, TN>(a);
+template <class A, class B>
+static __global__ void __launch_bounds__(FUSE_THREADS, 2) fuse_kernel_2(pc_gpu_args a, fuse_split sp) {
+    fuse_loop<A, B>(a, sp);
 }
 
-typedef void (*fuse_fn)(pc_gpu_args);
+/* Item shapes by K (rounded up to bn): wide items take BN >= K outputs up to K = 256, so the
+ * gather runs once per sample tile; narrow items take 16 samples and <= 64 outputs. */
+typedef fuse_shape<16, 64, 2, 2> fuse_narrow;
+typedef void (*fuse_fn)(pc_gpu_args, fuse_split);
+typedef struct fuse_config {
+    fuse_fn fn;
+    int bm_a, bn_a, bn_b;
+    size_t smem;
+} fuse_config;
 
-/* Tile shapes by K: outputs per block BN >= K up to K = 256 (one j-tile, so the gather of
- * phase A runs once per batch tile; with two j-tiles every tile's gather ran twice), BM
- * samples. BN = 256 takes TM x TN = 8 x 8 accumulators per thread. */
-static fuse_fn fuse_pick(int bn) {
-    switch (bn) {
-    case 16: return fuse_kernel<128, 16, 4, 2>;
-    case 32: return fuse_kernel<128, 32, 4, 4>;
-    case 64: return fuse_kernel<128, 64, 8, 4>;
-    case 128: return fuse_kernel<64, 128, 4, 8>;
-    default: return fuse_kernel_2<64, 256, 8, 8>;
-    }
+template <class A, class B>
+static fuse_config fuse_make(fuse_fn fn, int K) {
+    const size_t sa = A::smem(K), sb = B::smem(K);
+    return fuse_config{fn, A::BM, A::BN, B::BN, sa > sb ? sa : sb};
+}
+
+static fuse_config fuse_pick(int K) {
+    typedef fuse_shape<128, 16, 4, 2> w16;
+    typedef fuse_shape<16, 16, 1, 1> n16;
+    typedef fuse_shape<128, 32, 4, 4> w32;
+    typedef fuse_shape<16, 32, 2, 1> n32;
+    typedef fuse_shape<128, 64, 8, 4> w64;
+    typedef fuse_shape<64, 128, 4, 8> w128;
+    typedef fuse_shape<64, 256, 8, 8> w256;
+    if (K <= 16) return fuse_make<w16, n16>(fuse_kernel<w16, n16>, K);
+    if (K <= 32) return fuse_make<w32, n32>(fuse_kernel<w32, n32>, K);
+    if (K <= 64) return fuse_make<w64, fuse_narrow>(fuse_kernel<w64, fuse_narrow>, K);
+    if (K <= 128) return fuse_make<w128, fuse_narrow>(fuse_kernel<w128, fuse_narrow>, K);
+    return fuse_make<w256, fuse_narrow>(fuse_kernel_2<w256, fuse_narrow>, K);
 }
 
 static pc_status fuse_configure(pc_gpu_state *s) {
     pc_status st = PC_OK;
     int max_smem = 0, per_sm = 0;
-    const int K = s->K;
-    if (K <= 16) s->bm = 128, s->bn = 16, s->smem = fuse_smem<128, 16>(K);
-    else if (K <= 32) s->bm = 128, s->bn = 32, s->smem = fuse_smem<128, 32>(K);
-    else if (K <= 64) s->bm = 128, s->bn = 64, s->smem = fuse_smem<128, 64>(K);
-    else if (K <= 128) s->bm = 64, s->bn = 128, s->smem = fuse_smem<64, 128>(K);
-    else s->bm = 64, s->bn = 256, s->smem = fuse_smem<64, 256>(K);
+    const fuse_config c = fuse_pick(s->K);
+    /* The counters run over FUSE_FINE samples; bn is the wide items' output tile. */
+    s->bm = FUSE_FINE, s->bn = c.bn_a, s->smem = c.smem;
     PC_GPU_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
     if (s->smem + PC_GPU_STATIC_SMEM > (size_t)max_smem)
         return pc_fail(PC_ERR_UNSUPPORTED,
                        "backend 'fuse': K = %d needs %zu bytes of shared memory per block, the "
-                       "GPU has %d", K, s->smem, max_smem);
-    {
-        fuse_fn fn = fuse_pick(s->bn);
-        PC_GPU_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          (int)s->smem));
-        PC_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, FUSE_THREADS,
-                                                                   s->smem));
-        s->grid = s->sms * (per_sm > 0 ? per_sm : 1);
-    }
+                       "GPU has %d", s->K, s->smem, max_smem);
+    PC_GPU_CHECK(cudaFuncSetAttribute(c.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      (int)s->smem));
+    PC_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, c.fn, FUSE_THREADS,
+                                                               s->smem));
+    s->grid = s->sms * (per_sm > 0 ? per_sm : 1);
 fail:
     return st;
 }
 
+/* The split for n samples: narrow items from the first layer after which no layer has enough
+ * wide items to give every resident block one. */
+static fuse_split fuse_split_for(const pc_gpu_state *s, const fuse_config *c, int64_t n) {
+    const pc_circuit *cir = s->circuit;
+    fuse_split sp;
+    sp.tiles_a = (int32_t)((n + c->bm_a - 1) / c->bm_a);
+    sp.jtiles_a = (s->K + c->bn_a - 1) / c->bn_a;
+    sp.tiles_b = (int32_t)((n + FUSE_FINE - 1) / FUSE_FINE);
+    sp.jtiles_b = (s->K + c->bn_b - 1) / c->bn_b;
+    int l = cir->num_layers;
+    while (l > 0) {
+        const int64_t width = cir->layer_start[l] - cir->layer_start[l - 1];
+        if (width * sp.tiles_a * sp.jtiles_a >= s->grid) break;
+        l--;
+    }
+    sp.groups_a = cir->layer_start[l];
+    sp.items_a = sp.groups_a * sp.tiles_a * sp.jtiles_a;
+    sp.total = sp.items_a + (s->G - sp.groups_a) * sp.tiles_b * sp.jtiles_b;
+    return sp;
+}
+
 static pc_status fuse_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {
     pc_status st = PC_OK;
-    const int total = a->G * a->tiles * a->jtiles;
-    const int grid = total < s->grid ? total : s->grid;
+    const fuse_config c = fuse_pick(s->K);
+    const fuse_split sp = fuse_split_for(s, &c, a->n);
+    const int grid = sp.total < s->grid ? sp.total : s->grid;
     if ((st = pc_gpu_reset_counters(a, stream))) return st;
-    fuse_pick(s->bn)<<<grid, FUSE_THREADS, s->smem, stream>>>(*a);
+    c.fn<<<grid, FUSE_THREADS, s->smem, stream>>>(*a, sp);
     PC_GPU_CHECK(cudaGetLastError());
 fail:
     return st;
