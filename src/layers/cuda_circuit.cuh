@@ -220,6 +220,19 @@ static __device__ __forceinline__ double pc_gpu_offset(const pc_gpu_args &a,
  * es[k * ld + b] (float, [K][ld]) and per-sample m (double) and O (double). */
 static __host__ __device__ __forceinline__ int pc_gpu_ld(int bm) { return bm + 4; }
 
+/* Visits the elements i = start, start + step, ... of a grid of rows of `cols` (i = row * cols +
+ * col) with an add and a compare per element instead of a division. */
+struct pc_gpu_walk {
+    int row, col, drow, dcol, cols;
+    __device__ pc_gpu_walk(int start, int step, int cols_)
+        : row(start / cols_), col(start % cols_), drow(step / cols_), dcol(step % cols_),
+          cols(cols_) {}
+    __device__ __forceinline__ void next() {
+        row += drow, col += dcol;
+        if (col >= cols) col -= cols, row++;
+    }
+};
+
 /* Phase A: for the bm <= 128 samples from b0, computes O(b), m(b) = max_k p(b, k) (+ root_logw[k]
  * at the root) and leaves es[k][b] = exp(p(b, k) + w_root - m(b)) (0 for samples past n), or
  * with `shifted` the difference p(b, k) - m(b) itself (-inf past n).
@@ -234,47 +247,42 @@ static __device__ void pc_gpu_phase_a(const pc_gpu_args &a, const pc_gpu_group &
     __shared__ float part[PC_GPU_MAX_THREADS];
     const int K = a.K, ld = pc_gpu_ld(bm), nt = blockDim.x;
     const int count = bm * K;
-    const int64_t V = a.V;
-    /* 1. es[k][b] = p(b, k), PC_GPU_GATHER elements per thread at a time (k fastest, so the
-     *    loads of input rows and messages coalesce). Out-of-range elements read sample b0. */
+    const int nb = a.n - b0 < bm ? (int)(a.n - b0) : bm; /* samples in range, >= 1 */
+    const size_t V = (size_t)a.V;
+    /* 1. es[k][b] = p(b, k), PC_GPU_GATHER elements (b, k) per thread at a time, k fastest so
+     *    the loads of input rows and messages coalesce. Rows past the batch read sample b0. */
+    pc_gpu_walk at(threadIdx.x, nt, K);
     for (int base = threadIdx.x; base < count; base += nt * PC_GPU_GATHER) {
-        int64_t b[PC_GPU_GATHER];
-        int k[PC_GPU_GATHER];
+        int r[PC_GPU_GATHER], bl[PC_GPU_GATHER], k[PC_GPU_GATHER];
         double p[PC_GPU_GATHER];
 #pragma unroll
         for (int u = 0; u < PC_GPU_GATHER; u++) {
-            const int i = base + u * nt;
-            const int bl = i / K;
-            const bool ok = i < count && b0 + bl < a.n;
-            b[u] = ok ? b0 + bl : b0;
-            k[u] = ok ? i - bl * K : 0;
-            p[u] = 0.0;
+            r[u] = at.row, k[u] = at.col, bl[u] = at.row < nb ? at.row : 0, p[u] = 0.0;
+            at.next();
         }
         for (int vi = g.var_begin; vi < g.var_end; vi++) {
             const int v = __ldg(a.vars + vi);
             const float *rows = a.input + (size_t)v * (a.C + 1) * K;
+            const uint8_t *xv = a.x + (size_t)b0 * V + v;
+            const uint8_t *mv = a.missing ? a.missing + (size_t)b0 * V + v : NULL;
             int code[PC_GPU_GATHER];
 #pragma unroll
-            for (int u = 0; u < PC_GPU_GATHER; u++) {
-                const int64_t at = b[u] * V + v;
-                code[u] = (a.missing && __ldg(a.missing + at)) ? a.C : __ldg(a.x + at);
-            }
-#pragma unroll
             for (int u = 0; u < PC_GPU_GATHER; u++)
-                p[u] += (double)__ldg(rows + (size_t)code[u] * K + k[u]);
+                code[u] = (mv && __ldg(mv + bl[u] * V)) ? a.C : __ldg(xv + bl[u] * V);
+#pragma unroll
+            for (int u = 0; u < PC_GPU_GATHER; u++) p[u] += (double)__ldg(rows + code[u] * K + k[u]);
         }
         for (int ci = g.child_begin; ci < g.child_end; ci++) {
-            const float *rel = a.rel + (size_t)__ldg(a.child_slot + ci) * a.chunk * K;
+            const float *rel =
+                a.rel + ((size_t)__ldg(a.child_slot + ci) * a.chunk + (size_t)b0) * K;
 #pragma unroll
-            for (int u = 0; u < PC_GPU_GATHER; u++) p[u] += (double)__ldcg(rel + b[u] * K + k[u]);
+            for (int u = 0; u < PC_GPU_GATHER; u++) p[u] += (double)__ldcg(rel + bl[u] * K + k[u]);
         }
 #pragma unroll
         for (int u = 0; u < PC_GPU_GATHER; u++) {
-            const int i = base + u * nt;
-            if (i >= count) continue;
-            const int bl = i / K, kk = i - bl * K;
-            if (root) p[u] += __ldg(a.root_logw + kk);
-            es[kk * ld + bl] = b0 + bl < a.n ? (float)p[u] : -INFINITY;
+            if (r[u] >= bm) continue;
+            if (root) p[u] += __ldg(a.root_logw + k[u]);
+            es[k[u] * ld + r[u]] = r[u] < nb ? (float)p[u] : -INFINITY;
         }
     }
     __syncthreads();
@@ -292,17 +300,17 @@ static __device__ void pc_gpu_phase_a(const pc_gpu_args &a, const pc_gpu_group &
         float mx = part[bl];
         for (int j = 1; j < q; j++) mx = fmaxf(mx, part[j * bm + bl]);
         m[bl] = (double)mx;
-        o[bl] = b0 + bl < a.n ? pc_gpu_offset(a, g, b0 + bl) : 0.0;
+        o[bl] = bl < nb ? pc_gpu_offset(a, g, b0 + bl) : 0.0;
     }
     __syncthreads();
     /* 3. es -= m, exponentiated unless `shifted` (b fastest: conflict-free shared memory). */
-    for (int i = threadIdx.x; i < count; i += nt) {
-        const int kk = i / bm, bl = i - kk * bm;
-        const float mb = (float)m[bl], v = es[kk * ld + bl];
-        float e;
-        if (mb == -INFINITY) e = shifted ? -INFINITY : 0.0f;
-        else e = shifted ? v - mb : __expf(v - mb);
-        es[kk * ld + bl] = e;
+    pc_gpu_walk e(threadIdx.x, nt, bm);
+    for (int i = threadIdx.x; i < count; i += nt, e.next()) {
+        const float mb = (float)m[e.col], v = es[e.row * ld + e.col];
+        float x;
+        if (mb == -INFINITY) x = shifted ? -INFINITY : 0.0f;
+        else x = shifted ? v - mb : __expf(v - mb);
+        es[e.row * ld + e.col] = x;
     }
     __syncthreads();
 }

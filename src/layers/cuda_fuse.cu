@@ -14,8 +14,8 @@
  *
  * Per item: gather inputs and children's messages in FP64, shift by the per-sample max,
  * exponentiate once into shared memory es[K][BM], then a register-blocked FP32 product with
- * exp(w) (TM x TN outputs per thread, W streamed through shared memory in KC-row slices), one
- * log per output. 256 threads per block.
+ * exp(w) (TM x TN outputs per thread, W streamed through two shared-memory buffers of KC rows),
+ * one log per output. 256 threads per block.
  *
  * Counters. done[g][f] counts the outputs of group g finished for the f-th run of FUSE_FINE
  * samples; a reader waits until it reaches K for each run its samples cover, whatever the
@@ -23,7 +23,7 @@
 #include "layers/cuda_circuit.cuh"
 
 #define FUSE_THREADS 256
-#define FUSE_KC 32
+#define FUSE_KC 16
 #define FUSE_FINE 16
 
 /* Loads N consecutive floats from 16-byte (N % 4 == 0), 8-byte (N % 2 == 0) or 4-byte aligned
@@ -55,7 +55,7 @@ struct fuse_shape {
     static_assert((BM / TM) * (BN / TN) == FUSE_THREADS, "tile does not match the block");
     static_assert(BM % FUSE_FINE == 0, "items cover whole runs of the counters");
     static size_t smem(int K) {
-        return (size_t)K * pc_gpu_ld(BM) * 4 + (size_t)FUSE_KC * BN * 4 + 2 * (size_t)BM * 8;
+        return (size_t)K * pc_gpu_ld(BM) * 4 + 2 * (size_t)FUSE_KC * BN * 4 + 2 * (size_t)BM * 8;
     }
 };
 
@@ -67,6 +67,38 @@ typedef struct fuse_split {
     int32_t items_a, total;
 } fuse_split;
 
+/* Waits until at most N of this thread's cp.async groups are still in flight. */
+template <int N>
+static __device__ __forceinline__ void fuse_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* Starts copying rows k0 .. k0 + FUSE_KC - 1, columns j0 .. j0 + BN - 1 of the group's exp(w)
+ * ([K][K], row k) into dst[FUSE_KC][BN], zeros outside K x K. With K % 4 == 0 the rows are
+ * 16-byte aligned and travel as 16-byte cp.async copies (no registers, no wait here); else
+ * element by element through registers. */
+template <int BN>
+static __device__ __forceinline__ void fuse_load_w(const float *w, int K, int k0, int j0,
+                                                   float *dst) {
+    if (K % 4 == 0) {
+        for (int v = threadIdx.x; v < FUSE_KC * BN / 4; v += FUSE_THREADS) {
+            const int kk = v / (BN / 4), j = j0 + 4 * (v % (BN / 4));
+            const bool in = k0 + kk < K && j < K;
+            const float *src = in ? w + (size_t)(k0 + kk) * K + j : w;
+            const unsigned d = (unsigned)__cvta_generic_to_shared(dst + 4 * v);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+                         "r"(in ? 16 : 0)
+                         : "memory");
+        }
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
+    } else {
+        for (int i = threadIdx.x; i < FUSE_KC * BN; i += FUSE_THREADS) {
+            const int kk = i / BN, j = j0 + i % BN;
+            dst[i] = (k0 + kk < K && j < K) ? __ldg(w + (size_t)(k0 + kk) * K + j) : 0.0f;
+        }
+    }
+}
+
 /* One item. Threads are (ty, tx) with tx fastest; thread (ty, tx) owns samples
  * ty*TM .. ty*TM+TM-1 and outputs j0 + tx*TN .. +TN-1. */
 template <class S>
@@ -76,7 +108,7 @@ static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_grou
     const int K = a.K, ld = pc_gpu_ld(BM);
     float *es = smem;
     float *ws = es + (size_t)K * ld;
-    double *m = reinterpret_cast<double *>(ws + FUSE_KC * BN);
+    double *m = reinterpret_cast<double *>(ws + 2 * FUSE_KC * BN);
     double *o = m + BM;
     const int64_t b0 = (int64_t)t * BM;
     const bool root = g.slot < 0;
@@ -93,18 +125,26 @@ static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_grou
     for (int i = 0; i < TM; i++)
 #pragma unroll
         for (int jj = 0; jj < TN; jj++) acc[i][jj] = 0.0f;
-    for (int k0 = 0; k0 < K; k0 += FUSE_KC) {
-        const int kc = K - k0 < FUSE_KC ? K - k0 : FUSE_KC;
-        for (int i = threadIdx.x; i < FUSE_KC * BN; i += FUSE_THREADS) {
-            const int kk = i / BN, j = j0 + (i - kk * BN);
-            ws[i] = (kk < kc && j < K) ? __ldg(w + (size_t)(k0 + kk) * K + j) : 0.0f;
+    /* exp(w) in slices of FUSE_KC rows, double-buffered: slice s + 1 is on its way (cp.async)
+     * while slice s is multiplied. */
+    const int slices = (K + FUSE_KC - 1) / FUSE_KC;
+    fuse_load_w<BN>(w, K, 0, j0, ws);
+    for (int sl = 0; sl < slices; sl++) {
+        const float *cur = ws + (sl & 1) * FUSE_KC * BN;
+        if (sl + 1 < slices) {
+            fuse_load_w<BN>(w, K, (sl + 1) * FUSE_KC, j0, ws + ((sl + 1) & 1) * FUSE_KC * BN);
+            fuse_async_wait<1>();
+        } else {
+            fuse_async_wait<0>();
         }
         __syncthreads();
+        const int k0 = sl * FUSE_KC;
+        const int kc = K - k0 < FUSE_KC ? K - k0 : FUSE_KC;
 #pragma unroll 4
         for (int kk = 0; kk < kc; kk++) {
             float av[TM], wv[TN];
             lds<TM>(av, es + (k0 + kk) * ld + ty * TM);
-            lds<TN>(wv, ws + kk * BN + tx * TN);
+            lds<TN>(wv, cur + kk * BN + tx * TN);
 #pragma unroll
             for (int i = 0; i < TM; i++)
 #pragma unroll
