@@ -23,7 +23,6 @@
 #include "layers/cuda_circuit.cuh"
 
 #define FUSE_THREADS 256
-#define FUSE_KC 16
 #define FUSE_FINE 16
 
 /* Loads N consecutive floats from 16-byte (N % 4 == 0), 8-byte (N % 2 == 0) or 4-byte aligned
@@ -48,14 +47,16 @@ static __device__ __forceinline__ void lds(float (&r)[N], const float *p) {
     }
 }
 
-/* An item shape: BM samples x BN outputs, TM x TN of them per thread. */
-template <int BM_, int BN_, int TM_, int TN_>
+/* An item shape: BM samples x BN outputs, TM x TN of them per thread, exp(w) in slices of KC
+ * rows (two buffers: one is multiplied while the next arrives; each slice costs two barriers,
+ * so small items take large slices). */
+template <int BM_, int BN_, int TM_, int TN_, int KC_>
 struct fuse_shape {
-    static constexpr int BM = BM_, BN = BN_, TM = TM_, TN = TN_;
+    static constexpr int BM = BM_, BN = BN_, TM = TM_, TN = TN_, KC = KC_;
     static_assert((BM / TM) * (BN / TN) == FUSE_THREADS, "tile does not match the block");
     static_assert(BM % FUSE_FINE == 0, "items cover whole runs of the counters");
     static size_t smem(int K) {
-        return (size_t)K * pc_gpu_ld(BM) * 4 + 2 * (size_t)FUSE_KC * BN * 4 + 2 * (size_t)BM * 8;
+        return (size_t)K * pc_gpu_ld(BM) * 4 + 2 * (size_t)KC * BN * 4 + 2 * (size_t)BM * 8;
     }
 };
 
@@ -73,15 +74,15 @@ static __device__ __forceinline__ void fuse_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-/* Starts copying rows k0 .. k0 + FUSE_KC - 1, columns j0 .. j0 + BN - 1 of the group's exp(w)
- * ([K][K], row k) into dst[FUSE_KC][BN], zeros outside K x K. With K % 4 == 0 the rows are
+/* Starts copying rows k0 .. k0 + KC - 1, columns j0 .. j0 + BN - 1 of the group's exp(w)
+ * ([K][K], row k) into dst[KC][BN], zeros outside K x K. With K % 4 == 0 the rows are
  * 16-byte aligned and travel as 16-byte cp.async copies (no registers, no wait here); else
  * element by element through registers. */
-template <int BN>
+template <int KC, int BN>
 static __device__ __forceinline__ void fuse_load_w(const float *w, int K, int k0, int j0,
                                                    float *dst) {
     if (K % 4 == 0) {
-        for (int v = threadIdx.x; v < FUSE_KC * BN / 4; v += FUSE_THREADS) {
+        for (int v = threadIdx.x; v < KC * BN / 4; v += FUSE_THREADS) {
             const int kk = v / (BN / 4), j = j0 + 4 * (v % (BN / 4));
             const bool in = k0 + kk < K && j < K;
             const float *src = in ? w + (size_t)(k0 + kk) * K + j : w;
@@ -92,7 +93,7 @@ static __device__ __forceinline__ void fuse_load_w(const float *w, int K, int k0
         }
         asm volatile("cp.async.commit_group;\n" ::: "memory");
     } else {
-        for (int i = threadIdx.x; i < FUSE_KC * BN; i += FUSE_THREADS) {
+        for (int i = threadIdx.x; i < KC * BN; i += FUSE_THREADS) {
             const int kk = i / BN, j = j0 + i % BN;
             dst[i] = (k0 + kk < K && j < K) ? __ldg(w + (size_t)(k0 + kk) * K + j) : 0.0f;
         }
@@ -104,11 +105,11 @@ static __device__ __forceinline__ void fuse_load_w(const float *w, int K, int k0
 template <class S>
 static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_group &g, int t,
                                  int jt, float *smem) {
-    constexpr int BM = S::BM, BN = S::BN, TM = S::TM, TN = S::TN;
+    constexpr int BM = S::BM, BN = S::BN, TM = S::TM, TN = S::TN, KC = S::KC;
     const int K = a.K, ld = pc_gpu_ld(BM);
     float *es = smem;
     float *ws = es + (size_t)K * ld;
-    double *m = reinterpret_cast<double *>(ws + 2 * FUSE_KC * BN);
+    double *m = reinterpret_cast<double *>(ws + 2 * KC * BN);
     double *o = m + BM;
     const int64_t b0 = (int64_t)t * BM;
     const bool root = g.slot < 0;
@@ -125,21 +126,21 @@ static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_grou
     for (int i = 0; i < TM; i++)
 #pragma unroll
         for (int jj = 0; jj < TN; jj++) acc[i][jj] = 0.0f;
-    /* exp(w) in slices of FUSE_KC rows, double-buffered: slice s + 1 is on its way (cp.async)
-     * while slice s is multiplied. */
-    const int slices = (K + FUSE_KC - 1) / FUSE_KC;
-    fuse_load_w<BN>(w, K, 0, j0, ws);
+    /* exp(w) in slices of KC rows, double-buffered: slice s + 1 is on its way (cp.async) while
+     * slice s is multiplied. */
+    const int slices = (K + KC - 1) / KC;
+    fuse_load_w<KC, BN>(w, K, 0, j0, ws);
     for (int sl = 0; sl < slices; sl++) {
-        const float *cur = ws + (sl & 1) * FUSE_KC * BN;
+        const float *cur = ws + (sl & 1) * KC * BN;
         if (sl + 1 < slices) {
-            fuse_load_w<BN>(w, K, (sl + 1) * FUSE_KC, j0, ws + ((sl + 1) & 1) * FUSE_KC * BN);
+            fuse_load_w<KC, BN>(w, K, (sl + 1) * KC, j0, ws + ((sl + 1) & 1) * KC * BN);
             fuse_async_wait<1>();
         } else {
             fuse_async_wait<0>();
         }
         __syncthreads();
-        const int k0 = sl * FUSE_KC;
-        const int kc = K - k0 < FUSE_KC ? K - k0 : FUSE_KC;
+        const int k0 = sl * KC;
+        const int kc = K - k0 < KC ? K - k0 : KC;
 #pragma unroll 4
         for (int kk = 0; kk < kc; kk++) {
             float av[TM], wv[TN];
@@ -221,13 +222,15 @@ static __device__ __forceinline__ void fuse_loop(const pc_gpu_args &a, const fus
     }
 }
 
+/* Three blocks per SM (80 registers): more warps to cover the gather's and the waits' latency
+ * than the two that 128 registers allow. */
 template <class A, class B>
-static __global__ void __launch_bounds__(FUSE_THREADS) fuse_kernel(pc_gpu_args a, fuse_split sp) {
+static __global__ void __launch_bounds__(FUSE_THREADS, 3) fuse_kernel(pc_gpu_args a, fuse_split sp) {
     fuse_loop<A, B>(a, sp);
 }
 
 /* The 8 x 8 tile (BN = 256) would take 141 registers, one block per SM; capped at 128 (a few
- * spilled words) two blocks per SM hide each other's gather latency, as with BN = 128. */
+ * spilled words) two blocks per SM hide each other's gather latency. */
 template <class A, class B>
 static __global__ void __launch_bounds__(FUSE_THREADS, 2) fuse_kernel_2(pc_gpu_args a, fuse_split sp) {
     fuse_loop<A, B>(a, sp);
@@ -235,7 +238,7 @@ static __global__ void __launch_bounds__(FUSE_THREADS, 2) fuse_kernel_2(pc_gpu_a
 
 /* Item shapes by K (rounded up to bn): wide items take BN >= K outputs up to K = 256, so the
  * gather runs once per sample tile; narrow items take 16 samples and <= 64 outputs. */
-typedef fuse_shape<16, 64, 2, 2> fuse_narrow;
+typedef fuse_shape<16, 64, 2, 2, 64> fuse_narrow;
 typedef void (*fuse_fn)(pc_gpu_args, fuse_split);
 typedef struct fuse_config {
     fuse_fn fn;
@@ -250,13 +253,13 @@ static fuse_config fuse_make(fuse_fn fn, int K) {
 }
 
 static fuse_config fuse_pick(int K) {
-    typedef fuse_shape<128, 16, 4, 2> w16;
-    typedef fuse_shape<16, 16, 1, 1> n16;
-    typedef fuse_shape<128, 32, 4, 4> w32;
-    typedef fuse_shape<16, 32, 2, 1> n32;
-    typedef fuse_shape<128, 64, 8, 4> w64;
-    typedef fuse_shape<64, 128, 4, 8> w128;
-    typedef fuse_shape<64, 256, 8, 8> w256;
+    typedef fuse_shape<128, 16, 4, 2, 16> w16;
+    typedef fuse_shape<16, 16, 1, 1, 64> n16;
+    typedef fuse_shape<128, 32, 4, 4, 16> w32;
+    typedef fuse_shape<16, 32, 2, 1, 64> n32;
+    typedef fuse_shape<128, 64, 8, 4, 16> w64;
+    typedef fuse_shape<64, 128, 4, 8, 16> w128;
+    typedef fuse_shape<64, 256, 8, 8, 16> w256;
     if (K <= 16) return fuse_make<w16, n16>(fuse_kernel<w16, n16>, K);
     if (K <= 32) return fuse_make<w32, n32>(fuse_kernel<w32, n32>, K);
     if (K <= 64) return fuse_make<w64, fuse_narrow>(fuse_kernel<w64, fuse_narrow>, K);
