@@ -26,8 +26,9 @@
 
 static const pc_backend backends[] = {PC_BACKEND_FUSE, PC_BACKEND_INT, PC_BACKEND_GEMM};
 
-/* What is timed: the three backends, and fuse's persistent strategy forced wherever fuse picks
- * the tile strategy for some batch, so one run shows what the choice gains. */
+/* What is timed: the three backends, and fuse's other strategy forced (persistent where fuse
+ * picks tile; tile where fuse picks persistent and the tile strategy takes K), so one run shows
+ * what the choice gains. */
 typedef struct variant {
     const char *label;
     pc_backend backend;
@@ -83,6 +84,7 @@ static void time_k(FILE *js, int *first, const int32_t *parent, const pc_data *t
     const variant variants[] = {
         {"fuse", PC_BACKEND_FUSE, &pc_backend_fuse_ops},
         {"fuse-persistent", PC_BACKEND_FUSE, &pc_backend_fuse_persistent_ops},
+        {"fuse-tile", PC_BACKEND_FUSE, &pc_backend_fuse_tile_ops},
         {"int", PC_BACKEND_INT, &pc_backend_int_ops},
         {"gemm", PC_BACKEND_GEMM, &pc_backend_gemm_ops},
     };
@@ -92,14 +94,14 @@ static void time_k(FILE *js, int *first, const int32_t *parent, const pc_data *t
         pc_eval_opts opts = {v->backend, maxb, 0};
         void *st = NULL;
         if (v->ops == &pc_backend_fuse_persistent_ops && fuse_is_persistent) continue;
-        if (v->ops->create(c, &opts, &st) != PC_OK) die(v->label);
-        if (v->ops == &pc_backend_fuse_ops) {
-            fuse_is_persistent = 1;
-            for (int i = 0; i < nb; i++)
-                fuse_is_persistent &= !strcmp(pc_gpu_strategy(st, batches[i]), "persistent");
-        }
+        if (v->ops == &pc_backend_fuse_tile_ops && !fuse_is_persistent) continue;
+        const pc_status cs = v->ops->create(c, &opts, &st);
+        if (cs == PC_ERR_UNSUPPORTED && v->ops == &pc_backend_fuse_tile_ops) continue; /* K */
+        if (cs != PC_OK) die(v->label);
+        if (v->ops == &pc_backend_fuse_ops)
+            fuse_is_persistent = !strcmp(pc_gpu_strategy(st), "persistent");
         for (int i = 0; i < nb; i++) {
-            const char *strategy = pc_gpu_strategy(st, batches[i]);
+            const char *strategy = pc_gpu_strategy(st);
             double ms = 0.0;
             const int r = v->backend == PC_BACKEND_INT && K >= 128 ? (reps + 3) / 4 : reps;
             if (pc_gpu_time_forward(st, batches[i], 3, r, 7, &ms) != PC_OK) die("time_forward");

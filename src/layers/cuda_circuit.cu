@@ -368,9 +368,9 @@ void pc_gpu_destroy(void *state) {
 
 int64_t pc_gpu_chunk(const void *state) { return ((const pc_gpu_state *)state)->chunk; }
 
-const char *pc_gpu_strategy(const void *state, int64_t n) {
+const char *pc_gpu_strategy(const void *state) {
     const pc_gpu_state *s = (const pc_gpu_state *)state;
-    return s->impl->strategy ? s->impl->strategy : s->impl->strategy_for(s, n);
+    return s->impl->strategy ? s->impl->strategy : s->impl->strategy_for(s);
 }
 
 static int cmp_double(const void *x, const void *y) {

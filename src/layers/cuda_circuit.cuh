@@ -85,9 +85,9 @@ typedef struct pc_gpu_state pc_gpu_state;
 typedef struct pc_gpu_impl {
     pc_backend backend;
     /* How a forward pass is scheduled ("tile", "persistent", "layered"), or NULL when it
-     * depends on the batch: then strategy_for(s, n) says. */
+     * depends on the circuit: then strategy_for(s) says. */
     const char *strategy;
-    const char *(*strategy_for)(const pc_gpu_state *s, int64_t n);
+    const char *(*strategy_for)(const pc_gpu_state *s);
     /* Chooses tile sizes for K; returns PC_ERR_UNSUPPORTED (with a message) when K is too
      * large for its shared-memory tiles. */
     pc_status (*configure)(pc_gpu_state *s);
@@ -121,7 +121,7 @@ struct pc_gpu_state {
     size_t smem;           /* dynamic shared memory of the main kernel */
     int32_t grid;          /* persistent grid size */
     int32_t sms;
-    int tile_ok;           /* fuse: the tile strategy takes this circuit */
+    int tile_ok;           /* fuse: runs the tile strategy (K <= 32 and the circuit fits) */
     /* host copies of the plan */
     pc_gpu_group *h_groups;
     /* device */
@@ -249,6 +249,8 @@ static __device__ void pc_gpu_phase_a(const pc_gpu_args &a, const pc_gpu_group &
     const int count = bm * K;
     const int nb = a.n - b0 < bm ? (int)(a.n - b0) : bm; /* samples in range, >= 1 */
     const size_t V = (size_t)a.V;
+    /* 0. O(b), whose loads then travel with the gather's instead of after it. */
+    for (int bl = threadIdx.x; bl < bm; bl += nt) o[bl] = bl < nb ? pc_gpu_offset(a, g, b0 + bl) : 0.0;
     /* 1. es[k][b] = p(b, k), PC_GPU_GATHER elements (b, k) per thread at a time, k fastest so
      *    the loads of input rows and messages coalesce. Rows past the batch read sample b0. */
     pc_gpu_walk at(threadIdx.x, nt, K);
@@ -287,7 +289,7 @@ static __device__ void pc_gpu_phase_a(const pc_gpu_args &a, const pc_gpu_group &
     }
     __syncthreads();
     /* 2. m(b): q = nt / bm threads per sample take every q-th k, then one thread per sample
-     *    combines them and sums the children's offsets. */
+     *    combines them. */
     const int q = nt / bm;
     if (threadIdx.x < q * bm) {
         const int bl = threadIdx.x % bm;
@@ -300,7 +302,6 @@ static __device__ void pc_gpu_phase_a(const pc_gpu_args &a, const pc_gpu_group &
         float mx = part[bl];
         for (int j = 1; j < q; j++) mx = fmaxf(mx, part[j * bm + bl]);
         m[bl] = (double)mx;
-        o[bl] = bl < nb ? pc_gpu_offset(a, g, b0 + bl) : 0.0;
     }
     __syncthreads();
     /* 3. es -= m, exponentiated unless `shifted` (b fastest: conflict-free shared memory). */

@@ -21,8 +21,8 @@ pc_status pc_gpu_time_forward(void *state, int64_t n, int warmup, int reps, uint
 /* Samples per forward pass the evaluator was sized for (its internal batch). */
 int64_t pc_gpu_chunk(const void *state);
 
-/* How the backend schedules a forward pass of n samples: "tile", "persistent" or "layered". */
-const char *pc_gpu_strategy(const void *state, int64_t n);
+/* How the backend schedules a forward pass: "tile", "persistent" or "layered". */
+const char *pc_gpu_strategy(const void *state);
 
 #ifdef __cplusplus
 }

@@ -100,15 +100,21 @@ static __device__ __forceinline__ void fuse_load_w(const float *w, int K, int k0
     }
 }
 
-/* One item. Threads are (ty, tx) with tx fastest; thread (ty, tx) owns samples
- * ty*TM .. ty*TM+TM-1 and outputs j0 + tx*TN .. +TN-1. */
+/* Where an item's buffers lie in shared memory: es [K][ld], two exp(w) slices, m and O. */
+template <class S>
+static __device__ __forceinline__ float *fuse_ws(float *smem, int K) {
+    return smem + (size_t)K * pc_gpu_ld(S::BM);
+}
+
+/* One item, its first exp(w) slice already on its way (fuse_run). Threads are (ty, tx) with tx
+ * fastest; thread (ty, tx) owns samples ty*TM .. ty*TM+TM-1 and outputs j0 + tx*TN .. +TN-1. */
 template <class S>
 static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_group &g, int t,
                                  int jt, float *smem) {
     constexpr int BM = S::BM, BN = S::BN, TM = S::TM, TN = S::TN, KC = S::KC;
     const int K = a.K, ld = pc_gpu_ld(BM);
     float *es = smem;
-    float *ws = es + (size_t)K * ld;
+    float *ws = fuse_ws<S>(smem, K);
     double *m = reinterpret_cast<double *>(ws + 2 * KC * BN);
     double *o = m + BM;
     const int64_t b0 = (int64_t)t * BM;
@@ -129,7 +135,6 @@ static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_grou
     /* exp(w) in slices of KC rows, double-buffered: slice s + 1 is on its way (cp.async) while
      * slice s is multiplied. */
     const int slices = (K + KC - 1) / KC;
-    fuse_load_w<KC, BN>(w, K, 0, j0, ws);
     for (int sl = 0; sl < slices; sl++) {
         const float *cur = ws + (sl & 1) * KC * BN;
         if (sl + 1 < slices) {
@@ -191,6 +196,10 @@ static __device__ __forceinline__ void fuse_run(const pc_gpu_args &a, int item, 
     const int t = rest % tiles, gi = g_begin + rest / tiles;
     const pc_gpu_group g = a.groups[gi];
     if (g.slot < 0 && jt > 0) return; /* the root has one output: its other j-tiles are empty */
+    /* exp(w) does not depend on the children: its first slice travels during the wait. */
+    if (g.slot >= 0)
+        fuse_load_w<S::KC, S::BN>(a.wexp + (size_t)gi * a.K * a.K, a.K, 0, jt * S::BN,
+                                  fuse_ws<S>(smem, a.K));
     const int f0 = t * (S::BM / FUSE_FINE);
     const int runs = min(S::BM / FUSE_FINE, a.tiles - f0);
     for (int i = g.child_begin; i < g.child_end; i++)
@@ -324,22 +333,20 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
     PC_BACKEND_FUSE, "persistent",     NULL,             fuse_configure, pc_gpu_upload_wexp,
     fuse_enqueue,    NULL,             NULL,             NULL};
 
-/* fuse's own choice per forward pass: the tile strategy (no waits between blocks) for K <= 32,
- * and for K <= 64 up to 16 samples per SM; else the persistent kernel, whose output tiles split
- * each group's K x K product across blocks. Measured on the H200 (MNIST tree, K = 64): tile
- * 0.72 ms against 1.76 at batch 512, 3.81 against 3.04 at batch 4096. */
-static int use_tile(const pc_gpu_state *s, int64_t n) {
-    return s->tile_ok && (s->K <= 32 || n <= 16 * (int64_t)s->sms);
-}
+/* fuse's own choice: the tile strategy (no waits between blocks) up to K = 32, else the
+ * persistent kernel. Measured on the H200 (MNIST tree): at K = 32 tile 0.210 ms against
+ * persistent 0.426 at batch 512 and 1.14 against 1.23 at 4096; at K = 64 persistent 0.575 ms
+ * against tile 0.671 at batch 512 (and tile was already the slower at 4096). */
+#define FUSE_TILE_MAX_K 32
 
-static const char *choose_strategy(const pc_gpu_state *s, int64_t n) {
-    return use_tile(s, n) ? "tile" : "persistent";
+static const char *choose_strategy(const pc_gpu_state *s) {
+    return s->tile_ok ? "tile" : "persistent";
 }
 
 /* The persistent kernel's tiles and buffers, plus the tile kernels' limits where they fit. */
 static pc_status choose_configure(pc_gpu_state *s) {
     pc_status st = fuse_configure(s);
-    if (st == PC_OK && pc_gpu_fuse_tile_fits(s->circuit)) {
+    if (st == PC_OK && s->K <= FUSE_TILE_MAX_K && pc_gpu_fuse_tile_fits(s->circuit)) {
         if ((st = pc_gpu_fuse_tile_prepare(s))) return st;
         s->tile_ok = 1;
     }
@@ -347,7 +354,7 @@ static pc_status choose_configure(pc_gpu_state *s) {
 }
 
 static pc_status choose_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {
-    return use_tile(s, a->n) ? pc_gpu_fuse_tile_enqueue(s, a, stream) : fuse_enqueue(s, a, stream);
+    return s->tile_ok ? pc_gpu_fuse_tile_enqueue(s, a, stream) : fuse_enqueue(s, a, stream);
 }
 
 static const pc_gpu_impl fuse_choose_impl = {
