@@ -169,6 +169,11 @@ static void test_shapes(void **state) {
         {"K=7 random, n=2500", 30, 3, 7, 0.3, 0, 0, 2500, 0.1},
         /* 299 messages alive at once: the tile strategy's messages do not fit in shared memory */
         {"star V=300 K=64, n=2500", 300, 3, 64, 0.0, 0, 2, 2500, 0.1},
+        /* wide layers at large batches: the persistent strategy's wide items (its narrow ones
+         * take the root), with exp(w) rows of K % 4 != 0 (K = 17) and K % 4 == 0 */
+        {"star V=300 K=17, n=2000", 300, 3, 17, 0.0, 1, 2, 2000, 0.1},
+        {"star V=200 K=100, n=1000", 200, 3, 100, 0.0, 0, 2, 1000, 0.1},
+        {"star V=100 K=200, n=700", 100, 3, 200, 0.0, 1, 2, 700, 0.1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const shape_case *k = &cases[i];

@@ -49,10 +49,19 @@ static __device__ __forceinline__ void lds(float (&r)[N], const float *p) {
 
 /* An item shape: BM samples x BN outputs, TM x TN of them per thread, exp(w) in slices of KC
  * rows (two buffers: one is multiplied while the next arrives; each slice costs two barriers,
- * so small items take large slices). */
+ * so small items take large slices).
+ * A thread's TN outputs are TN / NV runs of NV = min(TN, 4) adjacent columns, the runs BN / (TN /
+ * NV) apart: a warp's 32 lanes then read 32 adjacent 16-byte words of an exp(w) row (no bank
+ * conflict), where 8 adjacent columns per lane would put two lanes of each quarter-warp on the
+ * same banks. */
 template <int BM_, int BN_, int TM_, int TN_, int KC_>
 struct fuse_shape {
     static constexpr int BM = BM_, BN = BN_, TM = TM_, TN = TN_, KC = KC_;
+    static constexpr int NV = TN < 4 ? TN : 4, RUN = BN / (TN / NV);
+    /* Column (within the item) of output jj of thread tx. */
+    static __device__ __forceinline__ int col(int tx, int jj) {
+        return (jj / NV) * RUN + tx * NV + jj % NV;
+    }
     static_assert((BM / TM) * (BN / TN) == FUSE_THREADS, "tile does not match the block");
     static_assert(BM % FUSE_FINE == 0, "items cover whole runs of the counters");
     static size_t smem(int K) {
@@ -107,7 +116,8 @@ static __device__ __forceinline__ float *fuse_ws(float *smem, int K) {
 }
 
 /* One item, its first exp(w) slice already on its way (fuse_run). Threads are (ty, tx) with tx
- * fastest; thread (ty, tx) owns samples ty*TM .. ty*TM+TM-1 and outputs j0 + tx*TN .. +TN-1. */
+ * fastest; thread (ty, tx) owns samples ty*TM .. ty*TM+TM-1 and outputs j0 + S::col(tx, 0 ..
+ * TN-1). */
 template <class S>
 static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_group &g, int t,
                                  int jt, float *smem) {
@@ -150,7 +160,13 @@ static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_grou
         for (int kk = 0; kk < kc; kk++) {
             float av[TM], wv[TN];
             lds<TM>(av, es + (k0 + kk) * ld + ty * TM);
-            lds<TN>(wv, cur + kk * BN + tx * TN);
+#pragma unroll
+            for (int r = 0; r < TN / S::NV; r++) {
+                float v[S::NV];
+                lds<S::NV>(v, cur + kk * BN + r * S::RUN + tx * S::NV);
+#pragma unroll
+                for (int q = 0; q < S::NV; q++) wv[r * S::NV + q] = v[q];
+            }
 #pragma unroll
             for (int i = 0; i < TM; i++)
 #pragma unroll
@@ -165,7 +181,7 @@ static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_grou
         float *out = a.rel + ((size_t)g.slot * a.chunk + b) * K;
 #pragma unroll
         for (int jj = 0; jj < TN; jj++) {
-            const int j = j0 + tx * TN + jj;
+            const int j = j0 + S::col(tx, jj);
             if (j < K) out[j] = pc_gpu_log(acc[i][jj]);
         }
     }
