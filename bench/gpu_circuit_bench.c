@@ -6,6 +6,7 @@
  *
  * usage: gpu_circuit_bench OUT.json [--ks 16,32,...] [--batches 512,4096] [--reps N]
  *                          [--model models/mnist.h5] [--acc-k K] [--stream-copies R]
+ *                          [--only LABEL] (time one variant: fuse, fuse-persistent, ...)
  * Built by bench/gpu_circuit_bench.sh against the static library. Prints progress to stderr. */
 #include <math.h>
 #include <stdio.h>
@@ -71,7 +72,7 @@ static int64_t sum_params(const pc_circuit *c) {
 
 /* Timing of every backend at every batch size for one K. */
 static void time_k(FILE *js, int *first, const int32_t *parent, const pc_data *train, int K,
-                   const int *batches, int nb, int reps) {
+                   const int *batches, int nb, int reps, const char *only) {
     pc_hclt *m = NULL;
     pc_circuit *c = NULL;
     int maxb = 1;
@@ -93,6 +94,7 @@ static void time_k(FILE *js, int *first, const int32_t *parent, const pc_data *t
         const variant *v = &variants[vi];
         pc_eval_opts opts = {v->backend, maxb, 0};
         void *st = NULL;
+        if (only && strcmp(only, v->label)) continue;
         if (v->ops == &pc_backend_fuse_persistent_ops && fuse_is_persistent) continue;
         if (v->ops == &pc_backend_fuse_tile_ops && !fuse_is_persistent) continue;
         const pc_status cs = v->ops->create(c, &opts, &st);
@@ -208,7 +210,7 @@ int main(int argc, char **argv) {
     int ks[MAX_LIST] = {16, 32, 64, 128, 256}, nk = 5;
     int batches[MAX_LIST] = {512, 4096}, nb = 2;
     int reps = 30, acc_k = 64, copies = 10, em_steps = 4;
-    const char *model_path = "models/mnist.h5", *out = NULL;
+    const char *model_path = "models/mnist.h5", *out = NULL, *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ks") && i + 1 < argc) nk = parse_list(argv[++i], ks);
         else if (!strcmp(argv[i], "--batches") && i + 1 < argc) nb = parse_list(argv[++i], batches);
@@ -217,10 +219,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--acc-k") && i + 1 < argc) acc_k = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--stream-copies") && i + 1 < argc) copies = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--em-steps") && i + 1 < argc) em_steps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (argv[i][0] != '-' && !out) out = argv[i];
         else {
             fprintf(stderr, "usage: %s OUT.json [--ks ..] [--batches ..] [--reps N] [--model F] "
-                            "[--acc-k K] [--stream-copies R] [--em-steps S]\n", argv[0]);
+                            "[--acc-k K] [--stream-copies R] [--em-steps S] [--only fuse|fuse-persistent|"
+                            "fuse-tile|int|gemm]\n", argv[0]);
             return 2;
         }
     }
@@ -248,7 +252,7 @@ int main(int argc, char **argv) {
                 "inputs on the device\",\n  \"results\": [",
             gpu);
     int first = 1;
-    for (int i = 0; i < nk; i++) time_k(js, &first, parent, train, ks[i], batches, nb, reps);
+    for (int i = 0; i < nk; i++) time_k(js, &first, parent, train, ks[i], batches, nb, reps, only);
 
     pc_hclt *shipped = NULL;
     if (pc_hclt_load(model_path, &shipped) == PC_OK) {

@@ -1,6 +1,7 @@
 /* The GPU engine's message-slot plan (src/layers/gpu_plan.c), checked without a GPU: on random
  * circuits and on the shipped MNIST model, every message stays in its slot until its parent has
- * read it, and a wait never points into the writer's own layer. */
+ * read it, and a wait never points into the writer's own layer. Also the persistent fuse
+ * kernel's split between wide and narrow items, against a direct search. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -98,6 +99,61 @@ static void test_mnist_model(void **state) {
     pc_hclt_free(m);
 }
 
+/* The estimated time of wide items for layers [0, split) and narrow ones after, summed from
+ * scratch (the function under test updates one running sum). */
+static double split_time(const pc_circuit *c, int32_t split, int64_t wide, int64_t narrow,
+                         double cost, int32_t grid) {
+    double t = 0.0;
+    for (int32_t l = 0; l < c->num_layers; l++) {
+        const int64_t w = c->layer_start[l + 1] - c->layer_start[l];
+        const int64_t items = l < split ? w * wide : w * narrow;
+        t += (l < split ? cost : 1.0) * (double)((items + grid - 1) / grid);
+    }
+    return t;
+}
+
+/* A circuit that has only layers (all the split looks at). */
+static void set_widths(pc_circuit *c, int32_t *starts, const int32_t *widths, int32_t L) {
+    c->num_layers = L, c->layer_start = starts;
+    starts[0] = 0;
+    for (int32_t l = 0; l < L; l++) starts[l + 1] = starts[l] + widths[l];
+}
+
+static void test_split_layers(void **state) {
+    (void)state;
+    int32_t widths[64], starts[65];
+    pc_circuit c = {0};
+    for (int rep = 0; rep < 2000; rep++) {
+        const int32_t L = (int32_t)pc_hr_int(1, 60);
+        for (int32_t l = 0; l < L; l++) widths[l] = (int32_t)pc_hr_int(1, 200);
+        set_widths(&c, starts, widths, L);
+        const int64_t wide = pc_hr_int(1, 64);
+        const int64_t narrow = wide * pc_hr_int(1, 32);
+        /* quarters: the sums stay exact, so ties are ties in both computations */
+        const double cost = 0.25 * (double)pc_hr_int(1, 80);
+        const int32_t grid = (int32_t)pc_hr_int(1, 500);
+        const int32_t got = pc_gpu_split_layers(&c, wide, narrow, cost, grid);
+        int32_t want = 0;
+        for (int32_t s = 1; s <= L; s++)
+            if (split_time(&c, s, wide, narrow, cost, grid) <
+                split_time(&c, want, wide, narrow, cost, grid))
+                want = s;
+        if (got != want)
+            fail_msg("L=%d wide=%lld narrow=%lld cost=%g grid=%d: split %d, want %d", L,
+                     (long long)wide, (long long)narrow, cost, grid, got, want);
+    }
+    /* Extremes: wide items that cost nothing go everywhere; wide items as dear as all their
+     * narrow ones together, and no faster per wave, go nowhere. */
+    const int32_t mnist_like[] = {87, 69, 56, 51, 46, 35, 30, 27, 22, 21, 15, 12, 7, 2, 2, 2, 1};
+    set_widths(&c, starts, mnist_like, 17);
+    assert_int_equal(pc_gpu_split_layers(&c, 8, 128, 0.25, 264), 17);
+    assert_int_equal(pc_gpu_split_layers(&c, 8, 128, 16.0, 264), 0);
+    /* K = 256 at batch 512 (8 wide, 128 narrow items per group, a wide item 8 narrow ones):
+     * the wide layers at the leaves, the thin top narrow. */
+    const int32_t split = pc_gpu_split_layers(&c, 8, 128, 8.0, 264);
+    assert_true(split > 0 && split < 13);
+}
+
 static void test_bad_arguments(void **state) {
     (void)state;
     int32_t slots = 0;
@@ -108,6 +164,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_circuits),
         cmocka_unit_test(test_mnist_model),
+        cmocka_unit_test(test_split_layers),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,8 +9,8 @@
  * leaves, which have tens of groups. The top of an HCLT is a long thin chain (MNIST: 24 of 42
  * layers hold 2 groups), where wide items would leave most SMs idle on the critical path:
  * there narrow items (16 samples, <= 64 outputs) split each group over up to 16x more blocks.
- * The host picks, per forward pass, the first layer from which every layer has too few wide
- * items to fill the GPU; groups from there on take narrow items.
+ * The host picks, per forward pass, the layer from which groups take narrow items, by the
+ * waves of items each layer would take either way (pc_gpu_split_layers).
  *
  * Per item: gather inputs and children's messages in FP64, shift by the per-sample max,
  * exponentiate once into shared memory es[K][BM], then a register-blocked FP32 product with
@@ -312,8 +312,14 @@ fail:
     return st;
 }
 
-/* The split for n samples: narrow items from the first layer after which no layer has enough
- * wide items to give every resident block one. */
+/* How much faster a wide item does its work than narrow items do the same: it gathers each
+ * sample once for all outputs and loads fewer shared-memory words per FMA. */
+#ifndef FUSE_WIDE_GAIN
+#define FUSE_WIDE_GAIN 2.0
+#endif
+
+/* The split for n samples (gpu_plan.h): a wide item does the work of (BM_A min(BN_A, K)) /
+ * (BM_B min(BN_B, K)) narrow ones, FUSE_WIDE_GAIN times faster. */
 static fuse_split fuse_split_for(const pc_gpu_state *s, const fuse_config *c, int64_t n) {
     const pc_circuit *cir = s->circuit;
     fuse_split sp;
@@ -321,12 +327,11 @@ static fuse_split fuse_split_for(const pc_gpu_state *s, const fuse_config *c, in
     sp.jtiles_a = (s->K + c->bn_a - 1) / c->bn_a;
     sp.tiles_b = (int32_t)((n + FUSE_FINE - 1) / FUSE_FINE);
     sp.jtiles_b = (s->K + c->bn_b - 1) / c->bn_b;
-    int l = cir->num_layers;
-    while (l > 0) {
-        const int64_t width = cir->layer_start[l] - cir->layer_start[l - 1];
-        if (width * sp.tiles_a * sp.jtiles_a >= s->grid) break;
-        l--;
-    }
+    const double work = (double)c->bm_a * (c->bn_a < s->K ? c->bn_a : s->K) /
+                        ((double)FUSE_FINE * (c->bn_b < s->K ? c->bn_b : s->K));
+    const int32_t l = pc_gpu_split_layers(cir, (int64_t)sp.tiles_a * sp.jtiles_a,
+                                          (int64_t)sp.tiles_b * sp.jtiles_b,
+                                          work / FUSE_WIDE_GAIN, s->grid);
     sp.groups_a = cir->layer_start[l];
     sp.items_a = sp.groups_a * sp.tiles_a * sp.jtiles_a;
     sp.total = sp.items_a + (s->G - sp.groups_a) * sp.tiles_b * sp.jtiles_b;

@@ -34,6 +34,14 @@ typedef struct pc_gpu_group {
  * finished long before. */
 pc_status pc_gpu_plan(const pc_circuit *circuit, pc_gpu_group *groups, int32_t *num_slots);
 
+/* Where the persistent `fuse` kernel switches from wide to narrow items (cuda_fuse.cu): wide
+ * items serve a prefix of the layers, narrow ones the rest. A layer of w groups takes w *
+ * wide_items wide or w * narrow_items narrow items, run in waves of `grid` (the resident
+ * blocks), a wave costing wide_cost or 1. Returns the first narrow layer (0 .. L), the one that
+ * minimises the sum over layers of ceil(items / grid) * cost; the earliest on a tie. */
+int32_t pc_gpu_split_layers(const pc_circuit *circuit, int64_t wide_items, int64_t narrow_items,
+                            double wide_cost, int32_t grid);
+
 #ifdef __cplusplus
 }
 #endif
