@@ -4,8 +4,8 @@
 # than narrow items do): builds the library once per value given and times fuse alone at
 # K = 64, 128, 256 and batches 512, 4096 on the MNIST structure.
 #   usage: OUT=DIR bench/gpu_fuse_split_device.sh GAIN [GAIN ...]
-# Writes DIR/gain_GAIN.json per value and DIR/split.md (one table). Run from the repository
-# root with .devdata/mnist carried.
+# FUSE_WIDE_GAIN replaces every shape's own gain. Writes DIR/gain_GAIN.json per value and
+# DIR/split.md (one table). Run from the repository root with .devdata/mnist carried.
 set -u
 OUT=${OUT:-bench/results/gpu-split}
 mkdir -p "$OUT"

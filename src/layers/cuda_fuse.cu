@@ -262,19 +262,27 @@ static __global__ void __launch_bounds__(FUSE_THREADS, 2) fuse_kernel_2(pc_gpu_a
 }
 
 /* Item shapes by K (rounded up to bn): wide items take BN >= K outputs up to K = 256, so the
- * gather runs once per sample tile; narrow items take 16 samples and <= 64 outputs. */
+ * gather runs once per sample tile; narrow items take 16 samples and <= 64 outputs. `gain`:
+ * how much faster a wide item does its work than narrow items do the same (it gathers each
+ * sample once for all outputs and loads fewer shared-memory words per FMA), which sets the
+ * split (fuse_split_for); measured by bench/gpu_fuse_split_device.sh, which overrides it with
+ * FUSE_WIDE_GAIN. */
 typedef fuse_shape<16, 64, 2, 2, 64> fuse_narrow;
 typedef void (*fuse_fn)(pc_gpu_args, fuse_split);
 typedef struct fuse_config {
     fuse_fn fn;
     int bm_a, bn_a, bn_b;
     size_t smem;
+    double gain;
 } fuse_config;
 
 template <class A, class B>
-static fuse_config fuse_make(fuse_fn fn, int K) {
+static fuse_config fuse_make(fuse_fn fn, int K, double gain) {
     const size_t sa = A::smem(K), sb = B::smem(K);
-    return fuse_config{fn, A::BM, A::BN, B::BN, sa > sb ? sa : sb};
+#ifdef FUSE_WIDE_GAIN
+    gain = FUSE_WIDE_GAIN;
+#endif
+    return fuse_config{fn, A::BM, A::BN, B::BN, sa > sb ? sa : sb, gain};
 }
 
 static fuse_config fuse_pick(int K) {
@@ -282,14 +290,14 @@ static fuse_config fuse_pick(int K) {
     typedef fuse_shape<16, 16, 1, 1, 64> n16;
     typedef fuse_shape<128, 32, 4, 4, 16> w32;
     typedef fuse_shape<16, 32, 2, 1, 64> n32;
-    typedef fuse_shape<128, 64, 8, 4, 16> w64;
+    typedef fuse_shape<64, 64, 4, 4, 16> w64;
     typedef fuse_shape<64, 128, 4, 8, 16> w128;
     typedef fuse_shape<64, 256, 8, 8, 16> w256;
-    if (K <= 16) return fuse_make<w16, n16>(fuse_kernel<w16, n16>, K);
-    if (K <= 32) return fuse_make<w32, n32>(fuse_kernel<w32, n32>, K);
-    if (K <= 64) return fuse_make<w64, fuse_narrow>(fuse_kernel<w64, fuse_narrow>, K);
-    if (K <= 128) return fuse_make<w128, fuse_narrow>(fuse_kernel<w128, fuse_narrow>, K);
-    return fuse_make<w256, fuse_narrow>(fuse_kernel_2<w256, fuse_narrow>, K);
+    if (K <= 16) return fuse_make<w16, n16>(fuse_kernel<w16, n16>, K, 2.0);
+    if (K <= 32) return fuse_make<w32, n32>(fuse_kernel<w32, n32>, K, 2.0);
+    if (K <= 64) return fuse_make<w64, fuse_narrow>(fuse_kernel<w64, fuse_narrow>, K, 2.0);
+    if (K <= 128) return fuse_make<w128, fuse_narrow>(fuse_kernel<w128, fuse_narrow>, K, 2.0);
+    return fuse_make<w256, fuse_narrow>(fuse_kernel_2<w256, fuse_narrow>, K, 4.0);
 }
 
 static pc_status fuse_configure(pc_gpu_state *s) {
@@ -312,14 +320,8 @@ fail:
     return st;
 }
 
-/* How much faster a wide item does its work than narrow items do the same: it gathers each
- * sample once for all outputs and loads fewer shared-memory words per FMA. */
-#ifndef FUSE_WIDE_GAIN
-#define FUSE_WIDE_GAIN 2.0
-#endif
-
 /* The split for n samples (gpu_plan.h): a wide item does the work of (BM_A min(BN_A, K)) /
- * (BM_B min(BN_B, K)) narrow ones, FUSE_WIDE_GAIN times faster. */
+ * (BM_B min(BN_B, K)) narrow ones, c->gain times faster. */
 static fuse_split fuse_split_for(const pc_gpu_state *s, const fuse_config *c, int64_t n) {
     const pc_circuit *cir = s->circuit;
     fuse_split sp;
@@ -331,7 +333,7 @@ static fuse_split fuse_split_for(const pc_gpu_state *s, const fuse_config *c, in
                         ((double)FUSE_FINE * (c->bn_b < s->K ? c->bn_b : s->K));
     const int32_t l = pc_gpu_split_layers(cir, (int64_t)sp.tiles_a * sp.jtiles_a,
                                           (int64_t)sp.tiles_b * sp.jtiles_b,
-                                          work / FUSE_WIDE_GAIN, s->grid);
+                                          work / c->gain, s->grid);
     sp.groups_a = cir->layer_start[l];
     sp.items_a = sp.groups_a * sp.tiles_a * sp.jtiles_a;
     sp.total = sp.items_a + (s->G - sp.groups_a) * sp.tiles_b * sp.jtiles_b;
