@@ -132,25 +132,30 @@ static void test_split_layers(void **state) {
         /* quarters: the sums stay exact, so ties are ties in both computations */
         const double cost = 0.25 * (double)pc_hr_int(1, 80);
         const int32_t grid = (int32_t)pc_hr_int(1, 500);
-        const int32_t got = pc_gpu_split_layers(&c, wide, narrow, cost, grid);
+        const int64_t min_wide = pc_hr_int(0, 1) ? 0 : pc_hr_int(1, 2 * grid);
+        const int32_t got = pc_gpu_split_layers(&c, wide, narrow, cost, min_wide, grid);
         int32_t want = 0;
-        for (int32_t s = 1; s <= L; s++)
+        for (int32_t s = 1; s <= L && widths[s - 1] * wide >= min_wide; s++)
             if (split_time(&c, s, wide, narrow, cost, grid) <
                 split_time(&c, want, wide, narrow, cost, grid))
                 want = s;
         if (got != want)
-            fail_msg("L=%d wide=%lld narrow=%lld cost=%g grid=%d: split %d, want %d", L,
-                     (long long)wide, (long long)narrow, cost, grid, got, want);
+            fail_msg("L=%d wide=%lld narrow=%lld cost=%g min %lld grid=%d: split %d, want %d",
+                     L, (long long)wide, (long long)narrow, cost, (long long)min_wide, grid,
+                     got, want);
     }
     /* Extremes: wide items that cost nothing go everywhere; wide items as dear as all their
      * narrow ones together, and no faster per wave, go nowhere. */
     const int32_t mnist_like[] = {87, 69, 56, 51, 46, 35, 30, 27, 22, 21, 15, 12, 7, 2, 2, 2, 1};
     set_widths(&c, starts, mnist_like, 17);
-    assert_int_equal(pc_gpu_split_layers(&c, 8, 128, 0.25, 264), 17);
-    assert_int_equal(pc_gpu_split_layers(&c, 8, 128, 16.0, 264), 0);
+    assert_int_equal(pc_gpu_split_layers(&c, 8, 128, 0.25, 0, 264), 17);
+    assert_int_equal(pc_gpu_split_layers(&c, 8, 128, 16.0, 0, 264), 0);
+    /* ... unless a layer has too few of them: the wide prefix stops before it. */
+    assert_int_equal(pc_gpu_split_layers(&c, 8, 128, 0.25, 8 * 35, 264), 6);
+    assert_int_equal(pc_gpu_split_layers(&c, 8, 128, 0.25, 8 * 88, 264), 0);
     /* K = 256 at batch 512 (8 wide, 128 narrow items per group, a wide item 8 narrow ones):
      * the wide layers at the leaves, the thin top narrow. */
-    const int32_t split = pc_gpu_split_layers(&c, 8, 128, 8.0, 264);
+    const int32_t split = pc_gpu_split_layers(&c, 8, 128, 8.0, 0, 264);
     assert_true(split > 0 && split < 13);
 }
 

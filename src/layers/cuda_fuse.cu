@@ -262,27 +262,32 @@ static __global__ void __launch_bounds__(FUSE_THREADS, 2) fuse_kernel_2(pc_gpu_a
 }
 
 /* Item shapes by K (rounded up to bn): wide items take BN >= K outputs up to K = 256, so the
- * gather runs once per sample tile; narrow items take 16 samples and <= 64 outputs. `gain`:
- * how much faster a wide item does its work than narrow items do the same (it gathers each
- * sample once for all outputs and loads fewer shared-memory words per FMA), which sets the
- * split (fuse_split_for); measured by bench/gpu_fuse_split_device.sh, which overrides it with
- * FUSE_WIDE_GAIN. */
+ * gather runs once per sample tile; narrow items take 16 samples and <= 64 outputs. The split
+ * between them (fuse_split_for) takes two numbers per shape, measured on the MNIST tree with
+ * bench/gpu_fuse_split_device.sh (which overrides the first with FUSE_WIDE_GAIN):
+ *   gain:     how much faster a wide item does its work than narrow items do the same (it
+ *             gathers each sample once for all outputs and loads fewer shared-memory words per
+ *             FMA): 4 for the 8 x 8 tile of K > 128, 2 below;
+ *   min_fill: the share of the resident blocks a layer's wide items must occupy. At K <= 64 a
+ *             wide item is mostly gather latency, and a layer of less than one wave of them
+ *             waits on that latency where narrow items of several layers overlap (K = 64,
+ *             batch 512: 0.54 ms all narrow, 0.98 with the layers of 50-87 groups wide). */
 typedef fuse_shape<16, 64, 2, 2, 64> fuse_narrow;
 typedef void (*fuse_fn)(pc_gpu_args, fuse_split);
 typedef struct fuse_config {
     fuse_fn fn;
     int bm_a, bn_a, bn_b;
     size_t smem;
-    double gain;
+    double gain, min_fill;
 } fuse_config;
 
 template <class A, class B>
-static fuse_config fuse_make(fuse_fn fn, int K, double gain) {
+static fuse_config fuse_make(fuse_fn fn, int K, double gain, double min_fill) {
     const size_t sa = A::smem(K), sb = B::smem(K);
 #ifdef FUSE_WIDE_GAIN
     gain = FUSE_WIDE_GAIN;
 #endif
-    return fuse_config{fn, A::BM, A::BN, B::BN, sa > sb ? sa : sb, gain};
+    return fuse_config{fn, A::BM, A::BN, B::BN, sa > sb ? sa : sb, gain, min_fill};
 }
 
 static fuse_config fuse_pick(int K) {
@@ -290,14 +295,14 @@ static fuse_config fuse_pick(int K) {
     typedef fuse_shape<16, 16, 1, 1, 64> n16;
     typedef fuse_shape<128, 32, 4, 4, 16> w32;
     typedef fuse_shape<16, 32, 2, 1, 64> n32;
-    typedef fuse_shape<64, 64, 4, 4, 16> w64;
+    typedef fuse_shape<128, 64, 8, 4, 16> w64;
     typedef fuse_shape<64, 128, 4, 8, 16> w128;
     typedef fuse_shape<64, 256, 8, 8, 16> w256;
-    if (K <= 16) return fuse_make<w16, n16>(fuse_kernel<w16, n16>, K, 2.0);
-    if (K <= 32) return fuse_make<w32, n32>(fuse_kernel<w32, n32>, K, 2.0);
-    if (K <= 64) return fuse_make<w64, fuse_narrow>(fuse_kernel<w64, fuse_narrow>, K, 2.0);
-    if (K <= 128) return fuse_make<w128, fuse_narrow>(fuse_kernel<w128, fuse_narrow>, K, 2.0);
-    return fuse_make<w256, fuse_narrow>(fuse_kernel_2<w256, fuse_narrow>, K, 4.0);
+    if (K <= 16) return fuse_make<w16, n16>(fuse_kernel<w16, n16>, K, 2.0, 1.0);
+    if (K <= 32) return fuse_make<w32, n32>(fuse_kernel<w32, n32>, K, 2.0, 1.0);
+    if (K <= 64) return fuse_make<w64, fuse_narrow>(fuse_kernel<w64, fuse_narrow>, K, 2.0, 1.0);
+    if (K <= 128) return fuse_make<w128, fuse_narrow>(fuse_kernel<w128, fuse_narrow>, K, 2.0, 0.0);
+    return fuse_make<w256, fuse_narrow>(fuse_kernel_2<w256, fuse_narrow>, K, 4.0, 0.0);
 }
 
 static pc_status fuse_configure(pc_gpu_state *s) {
@@ -333,7 +338,8 @@ static fuse_split fuse_split_for(const pc_gpu_state *s, const fuse_config *c, in
                         ((double)FUSE_FINE * (c->bn_b < s->K ? c->bn_b : s->K));
     const int32_t l = pc_gpu_split_layers(cir, (int64_t)sp.tiles_a * sp.jtiles_a,
                                           (int64_t)sp.tiles_b * sp.jtiles_b,
-                                          work / c->gain, s->grid);
+                                          work / c->gain,
+                                          (int64_t)ceil(c->min_fill * s->grid), s->grid);
     sp.groups_a = cir->layer_start[l];
     sp.items_a = sp.groups_a * sp.tiles_a * sp.jtiles_a;
     sp.total = sp.items_a + (s->G - sp.groups_a) * sp.tiles_b * sp.jtiles_b;

@@ -44,7 +44,7 @@ pc_status pc_gpu_plan(const pc_circuit *c, pc_gpu_group *groups, int32_t *num_sl
 static int64_t waves(int64_t items, int32_t grid) { return (items + grid - 1) / grid; }
 
 int32_t pc_gpu_split_layers(const pc_circuit *c, int64_t wide_items, int64_t narrow_items,
-                            double wide_cost, int32_t grid) {
+                            double wide_cost, int64_t min_wide, int32_t grid) {
     const int32_t L = c->num_layers;
     /* Everything narrow first, then move the boundary up one layer at a time. */
     double t = 0.0;
@@ -54,6 +54,7 @@ int32_t pc_gpu_split_layers(const pc_circuit *c, int64_t wide_items, int64_t nar
     int32_t split = 0;
     for (int32_t l = 0; l < L; l++) {
         const int64_t w = c->layer_start[l + 1] - c->layer_start[l];
+        if (w * wide_items < min_wide) break;
         t += wide_cost * (double)waves(w * wide_items, grid) - (double)waves(w * narrow_items, grid);
         if (t < best) best = t, split = l + 1;
     }
