@@ -6,7 +6,7 @@
  *
  * Two item shapes. Wide items (BM = 64-128 samples, BN = K outputs up to 256) gather each
  * sample's inputs once and reuse them across all K outputs; they serve the layers near the
- * leaves, which have tens of groups. The top of an HCLT is a long thin chain (MNIST: 24 of 42
+ * leaves, which have tens of groups. The top of an HCLT is a long thin chain (MNIST: 23 of 42
  * layers hold 2 groups), where wide items would leave most SMs idle on the critical path:
  * there narrow items (16 samples, <= 64 outputs) split each group over up to 16x more blocks.
  * The host picks, per forward pass, the layer from which groups take narrow items, by the
