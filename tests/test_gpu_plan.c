@@ -135,7 +135,7 @@ static void test_split_layers(void **state) {
         const int64_t min_wide = pc_hr_int(0, 1) ? 0 : pc_hr_int(1, 2 * grid);
         const int32_t got = pc_gpu_split_layers(&c, wide, narrow, cost, min_wide, grid);
         int32_t want = 0;
-        for (int32_t s = 1; s <= L && widths[s - 1] * wide >= min_wide; s++)
+        for (int32_t s = 1; s <= L && widths[0] * wide >= min_wide; s++)
             if (split_time(&c, s, wide, narrow, cost, grid) <
                 split_time(&c, want, wide, narrow, cost, grid))
                 want = s;
@@ -150,8 +150,8 @@ static void test_split_layers(void **state) {
     set_widths(&c, starts, mnist_like, 17);
     assert_int_equal(pc_gpu_split_layers(&c, 8, 128, 0.25, 0, 264), 17);
     assert_int_equal(pc_gpu_split_layers(&c, 8, 128, 16.0, 0, 264), 0);
-    /* ... unless a layer has too few of them: the wide prefix stops before it. */
-    assert_int_equal(pc_gpu_split_layers(&c, 8, 128, 0.25, 8 * 35, 264), 6);
+    /* ... unless the first layer has too few of them: then none. */
+    assert_int_equal(pc_gpu_split_layers(&c, 8, 128, 0.25, 8 * 87, 264), 17);
     assert_int_equal(pc_gpu_split_layers(&c, 8, 128, 0.25, 8 * 88, 264), 0);
     /* K = 256 at batch 512 (8 wide, 128 narrow items per group, a wide item 8 narrow ones):
      * the wide layers at the leaves, the thin top narrow. */

@@ -52,9 +52,10 @@ int32_t pc_gpu_split_layers(const pc_circuit *c, int64_t wide_items, int64_t nar
         t += (double)waves((int64_t)(c->layer_start[l + 1] - c->layer_start[l]) * narrow_items, grid);
     double best = t;
     int32_t split = 0;
+    if (L == 0 || (int64_t)(c->layer_start[1] - c->layer_start[0]) * wide_items < min_wide)
+        return 0;
     for (int32_t l = 0; l < L; l++) {
         const int64_t w = c->layer_start[l + 1] - c->layer_start[l];
-        if (w * wide_items < min_wide) break;
         t += wide_cost * (double)waves(w * wide_items, grid) - (double)waves(w * narrow_items, grid);
         if (t < best) best = t, split = l + 1;
     }

@@ -37,9 +37,10 @@ pc_status pc_gpu_plan(const pc_circuit *circuit, pc_gpu_group *groups, int32_t *
 /* Where the persistent `fuse` kernel switches from wide to narrow items (cuda_fuse.cu): wide
  * items serve a prefix of the layers, narrow ones the rest. A layer of w groups takes w *
  * wide_items wide or w * narrow_items narrow items, run in waves of `grid` (the resident
- * blocks), a wave costing wide_cost or 1; a layer may take wide items only if it has at least
- * min_wide of them. Returns the first narrow layer (0 .. L), the one that minimises the sum
- * over layers of ceil(items / grid) * cost; the earliest on a tie. */
+ * blocks), a wave costing wide_cost or 1; there are wide items at all only if the first layer
+ * (the widest of a tree, as a rule) has at least min_wide of them. Returns the first narrow
+ * layer (0 .. L), the one that minimises the sum over layers of ceil(items / grid) * cost; the
+ * earliest on a tie. */
 int32_t pc_gpu_split_layers(const pc_circuit *circuit, int64_t wide_items, int64_t narrow_items,
                             double wide_cost, int64_t min_wide, int32_t grid);
 
