@@ -223,8 +223,8 @@ int main(int argc, char **argv) {
         else if (argv[i][0] != '-' && !out) out = argv[i];
         else {
             fprintf(stderr, "usage: %s OUT.json [--ks ..] [--batches ..] [--reps N] [--model F] "
-                            "[--acc-k K] [--stream-copies R] [--em-steps S] [--only fuse|fuse-persistent|"
-                            "fuse-tile|int|gemm]\n", argv[0]);
+                            "[--acc-k K] [--stream-copies R] [--em-steps S]\n"
+                            "       [--only fuse|fuse-persistent|fuse-tile|int|gemm]\n", argv[0]);
             return 2;
         }
     }

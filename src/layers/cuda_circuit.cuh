@@ -250,7 +250,8 @@ static __device__ void pc_gpu_phase_a(const pc_gpu_args &a, const pc_gpu_group &
     const int nb = a.n - b0 < bm ? (int)(a.n - b0) : bm; /* samples in range, >= 1 */
     const size_t V = (size_t)a.V;
     /* 0. O(b), whose loads then travel with the gather's instead of after it. */
-    for (int bl = threadIdx.x; bl < bm; bl += nt) o[bl] = bl < nb ? pc_gpu_offset(a, g, b0 + bl) : 0.0;
+    for (int bl = threadIdx.x; bl < bm; bl += nt)
+        o[bl] = bl < nb ? pc_gpu_offset(a, g, b0 + bl) : 0.0;
     /* 1. es[k][b] = p(b, k), PC_GPU_GATHER elements (b, k) per thread at a time, k fastest so
      *    the loads of input rows and messages coalesce. Rows past the batch read sample b0. */
     pc_gpu_walk at(threadIdx.x, nt, K);
@@ -272,7 +273,8 @@ static __device__ void pc_gpu_phase_a(const pc_gpu_args &a, const pc_gpu_group &
             for (int u = 0; u < PC_GPU_GATHER; u++)
                 code[u] = (mv && __ldg(mv + bl[u] * V)) ? a.C : __ldg(xv + bl[u] * V);
 #pragma unroll
-            for (int u = 0; u < PC_GPU_GATHER; u++) p[u] += (double)__ldg(rows + code[u] * K + k[u]);
+            for (int u = 0; u < PC_GPU_GATHER; u++)
+                p[u] += (double)__ldg(rows + code[u] * K + k[u]);
         }
         for (int ci = g.child_begin; ci < g.child_end; ci++) {
             const float *rel =

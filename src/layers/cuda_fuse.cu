@@ -250,14 +250,16 @@ static __device__ __forceinline__ void fuse_loop(const pc_gpu_args &a, const fus
 /* Three blocks per SM (80 registers): more warps to cover the gather's and the waits' latency
  * than the two that 128 registers allow. */
 template <class A, class B>
-static __global__ void __launch_bounds__(FUSE_THREADS, 3) fuse_kernel(pc_gpu_args a, fuse_split sp) {
+static __global__ void __launch_bounds__(FUSE_THREADS, 3)
+    fuse_kernel(pc_gpu_args a, fuse_split sp) {
     fuse_loop<A, B>(a, sp);
 }
 
 /* The 8 x 8 tile (BN = 256) would take 141 registers, one block per SM; capped at 128 (a few
  * spilled words) two blocks per SM hide each other's gather latency. */
 template <class A, class B>
-static __global__ void __launch_bounds__(FUSE_THREADS, 2) fuse_kernel_2(pc_gpu_args a, fuse_split sp) {
+static __global__ void __launch_bounds__(FUSE_THREADS, 2)
+    fuse_kernel_2(pc_gpu_args a, fuse_split sp) {
     fuse_loop<A, B>(a, sp);
 }
 
@@ -327,8 +329,10 @@ fail:
 }
 
 /* The split for n samples (gpu_plan.h): a wide item does the work of (BM_A min(BN_A, K)) /
- * (BM_B min(BN_B, K)) narrow ones, c->gain times faster. */
-static fuse_split fuse_split_for(const pc_gpu_state *s, const fuse_config *c, int64_t n) {
+ * (BM_B min(BN_B, K)) narrow ones, c->gain times faster. Fails when the items would overflow
+ * the queue's 32-bit counter. */
+static pc_status fuse_split_for(const pc_gpu_state *s, const fuse_config *c, int64_t n,
+                                fuse_split *out) {
     const pc_circuit *cir = s->circuit;
     fuse_split sp;
     sp.tiles_a = (int32_t)((n + c->bm_a - 1) / c->bm_a);
@@ -342,15 +346,23 @@ static fuse_split fuse_split_for(const pc_gpu_state *s, const fuse_config *c, in
                                           work / c->gain,
                                           (int64_t)ceil(c->min_fill * s->grid), s->grid);
     sp.groups_a = cir->layer_start[l];
-    sp.items_a = sp.groups_a * sp.tiles_a * sp.jtiles_a;
-    sp.total = sp.items_a + (s->G - sp.groups_a) * sp.tiles_b * sp.jtiles_b;
-    return sp;
+    const int64_t items_a = (int64_t)sp.groups_a * sp.tiles_a * sp.jtiles_a;
+    const int64_t total = items_a + (int64_t)(s->G - sp.groups_a) * sp.tiles_b * sp.jtiles_b;
+    if (total > INT32_MAX)
+        return pc_fail(PC_ERR_UNSUPPORTED,
+                       "backend 'fuse': %d groups at K = %d make %lld work items for %lld "
+                       "samples, more than the queue counts (2^31 - 1)", s->G, s->K,
+                       (long long)total, (long long)n);
+    sp.items_a = (int32_t)items_a, sp.total = (int32_t)total;
+    *out = sp;
+    return PC_OK;
 }
 
 static pc_status fuse_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {
     pc_status st = PC_OK;
     const fuse_config c = fuse_pick(s->K);
-    const fuse_split sp = fuse_split_for(s, &c, a->n);
+    fuse_split sp;
+    if ((st = fuse_split_for(s, &c, a->n, &sp))) return st;
     const int grid = sp.total < s->grid ? sp.total : s->grid;
     if ((st = pc_gpu_reset_counters(a, stream))) return st;
     c.fn<<<grid, FUSE_THREADS, s->smem, stream>>>(*a, sp);
@@ -365,8 +377,8 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
 
 /* fuse's own choice: the tile strategy (no waits between blocks) up to K = 32, else the
  * persistent kernel. Measured on the H200 (MNIST tree): at K = 32 tile 0.210 ms against
- * persistent 0.426 at batch 512 and 1.14 against 1.23 at 4096; at K = 64 persistent 0.575 ms
- * against tile 0.671 at batch 512 (and tile was already the slower at 4096). */
+ * persistent 0.424 at batch 512 and 1.137 against 1.140 at 4096; at K = 64 persistent 0.546
+ * ms against tile 0.656 at batch 512 and 2.13 against 3.35 at 4096. */
 #define FUSE_TILE_MAX_K 32
 
 static const char *choose_strategy(const pc_gpu_state *s) {

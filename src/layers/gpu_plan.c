@@ -46,17 +46,20 @@ static int64_t waves(int64_t items, int32_t grid) { return (items + grid - 1) / 
 int32_t pc_gpu_split_layers(const pc_circuit *c, int64_t wide_items, int64_t narrow_items,
                             double wide_cost, int64_t min_wide, int32_t grid) {
     const int32_t L = c->num_layers;
-    /* Everything narrow first, then move the boundary up one layer at a time. */
-    double t = 0.0;
-    for (int32_t l = 0; l < L; l++)
-        t += (double)waves((int64_t)(c->layer_start[l + 1] - c->layer_start[l]) * narrow_items, grid);
-    double best = t;
-    int32_t split = 0;
     if (L == 0 || (int64_t)(c->layer_start[1] - c->layer_start[0]) * wide_items < min_wide)
         return 0;
+    /* Everything narrow first, then move the boundary up one layer at a time. */
+    double t = 0.0;
     for (int32_t l = 0; l < L; l++) {
         const int64_t w = c->layer_start[l + 1] - c->layer_start[l];
-        t += wide_cost * (double)waves(w * wide_items, grid) - (double)waves(w * narrow_items, grid);
+        t += (double)waves(w * narrow_items, grid);
+    }
+    double best = t;
+    int32_t split = 0;
+    for (int32_t l = 0; l < L; l++) {
+        const int64_t w = c->layer_start[l + 1] - c->layer_start[l];
+        t += wide_cost * (double)waves(w * wide_items, grid);
+        t -= (double)waves(w * narrow_items, grid);
         if (t < best) best = t, split = l + 1;
     }
     return split;
