@@ -221,6 +221,17 @@ static __device__ __forceinline__ void fuse_run(const pc_gpu_args &a, int item, 
     for (int i = g.child_begin; i < g.child_end; i++)
         fuse_wait_runs(a, __ldg(a.children + i), f0, runs);
     if (g.wait >= 0) fuse_wait_runs(a, g.wait, f0, runs);
+#ifdef FUSE_SYNC2
+    if ((int)threadIdx.x < runs) asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+    __syncthreads();
+    fuse_item<S>(a, gi, g, t, jt, smem);
+    __syncthreads();
+    const int r = (int)threadIdx.x - (FUSE_THREADS - 32);
+    if (g.slot >= 0 && r >= 0 && r < runs) {
+        asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+        atomicAdd(a.done + (size_t)gi * a.tiles + f0 + r, min(S::BN, a.K - jt * S::BN));
+    }
+#else
     __threadfence();
     __syncthreads();
     fuse_item<S>(a, gi, g, t, jt, smem);
@@ -228,6 +239,7 @@ static __device__ __forceinline__ void fuse_run(const pc_gpu_args &a, int item, 
     __syncthreads();
     if (g.slot >= 0 && (int)threadIdx.x < runs)
         atomicAdd(a.done + (size_t)gi * a.tiles + f0 + threadIdx.x, min(S::BN, a.K - jt * S::BN));
+#endif
 }
 
 /* The persistent loop: items from the queue until none is left. */
@@ -235,6 +247,22 @@ template <class A, class B>
 static __device__ __forceinline__ void fuse_loop(const pc_gpu_args &a, const fuse_split &sp) {
     extern __shared__ float4 smem4[];
     float *smem = reinterpret_cast<float *>(smem4);
+#ifdef FUSE_SYNC2
+    __shared__ int s_item[2];
+    if (threadIdx.x == 0) s_item[0] = atomicAdd(a.queue, 1);
+    __syncthreads();
+    int item = s_item[0];
+    for (int it = 1;; it ^= 1) {
+        if (item >= sp.total) return;
+        int next = 0;
+        if (threadIdx.x == 0) next = atomicAdd(a.queue, 1);
+        if (item < sp.items_a) fuse_run<A>(a, item, 0, sp.tiles_a, sp.jtiles_a, smem);
+        else fuse_run<B>(a, item - sp.items_a, sp.groups_a, sp.tiles_b, sp.jtiles_b, smem);
+        if (threadIdx.x == 0) s_item[it] = next;
+        __syncthreads();
+        item = s_item[it];
+    }
+#else
     __shared__ int s_item;
     for (;;) {
         if (threadIdx.x == 0) s_item = atomicAdd(a.queue, 1);
@@ -245,12 +273,16 @@ static __device__ __forceinline__ void fuse_loop(const pc_gpu_args &a, const fus
         else fuse_run<B>(a, item - sp.items_a, sp.groups_a, sp.tiles_b, sp.jtiles_b, smem);
         __syncthreads();
     }
+#endif
 }
 
 /* Three blocks per SM (80 registers): more warps to cover the gather's and the waits' latency
  * than the two that 128 registers allow. */
 template <class A, class B>
-static __global__ void __launch_bounds__(FUSE_THREADS, 3)
+#ifndef FUSE_MIN_BLOCKS
+#define FUSE_MIN_BLOCKS 3
+#endif
+static __global__ void __launch_bounds__(FUSE_THREADS, FUSE_MIN_BLOCKS)
     fuse_kernel(pc_gpu_args a, fuse_split sp) {
     fuse_loop<A, B>(a, sp);
 }

@@ -63,7 +63,11 @@ static size_t tile_smem(int G, int V, int K, int T, int tw) {
 /* Sources (children's messages and input rows) a lane loads at once in step 1: the common group
  * (a few sources) takes one round trip, MNIST's group of 101 variables a few more. */
 template <int EM, int NJ> static constexpr int tile_src_unroll() {
+#ifdef TILE_U4
+    return EM >= 8 && NJ == 1 ? 2 : 4;
+#else
     return EM >= 8 && NJ == 1 ? 2 : EM >= 4 ? 4 : 8; /* NJ = 1 also holds exp(w) in registers */
+#endif
 }
 
 /* The plan as staged in shared memory, and the units' flags. */

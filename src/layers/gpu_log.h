@@ -23,6 +23,18 @@
 #endif
 
 PC_GPU_LOG_FN float pc_gpu_log(float y) {
+#if defined(__CUDA_ARCH__) && defined(PC_LOG_MUFU)
+    {
+        const int sub = y < 1.17549435e-38f;
+        const float ys = sub ? y * 16777216.0f : y;
+        const int bits = __float_as_int(ys);
+        const float e = (float)(((bits >> 23) & 0xff) - 127 - (sub ? 24 : 0));
+        const float m = __int_as_float((bits & 0x007fffff) | 0x3f800000);
+        const float lg = __log2f(m) * 0.693147180559945f;
+        const float r = fmaf(e, 0.693145751953125f, fmaf(e, 1.42860682e-6f, lg));
+        return y > 0.0f && y < INFINITY ? r : y == 0.0f ? -INFINITY : y == INFINITY ? y : NAN;
+    }
+#endif
     /* No branches (a GPU warp would stall resolving them): every case is computed and the
      * special values are selected at the end. */
     const int sub = y < 1.17549435e-38f; /* subnormal (or 0, negative): times 2^24, exact */

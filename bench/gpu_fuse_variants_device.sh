@@ -1,0 +1,69 @@
+#!/bin/bash
+# One call on the GPU machine that compares compile-time variants of the fuse kernels: builds the
+# library and test_cuda_eval once per variant (NAME=FLAGS, the flags passed to nvcc), runs the
+# test (every variant must be correct before its time counts), then times fuse alone at
+# K = 16 ... 256 and batches 512, 4096 on the MNIST structure.
+#   usage: OUT=DIR bench/gpu_fuse_variants_device.sh NAME=FLAGS [NAME=FLAGS ...]
+#   e.g.   OUT=/tmp/v bench/gpu_fuse_variants_device.sh base= fastlog=-DPC_LOG_MUFU
+# Writes DIR/NAME.json per variant, DIR/tests.log and DIR/variants.md (one table, ms, and each
+# variant's ratio to the first). Needs .device-deps (cmocka) and .devdata/mnist carried.
+set -u
+OUT=${OUT:-bench/results/gpu-variants}
+KS=${KS:-16,32,64,128,256}
+BATCHES=${BATCHES:-512,4096}
+mkdir -p "$OUT"
+if ls .device-deps/*.deb >/dev/null 2>&1; then
+    for f in .device-deps/*.deb; do dpkg -x "$f" /tmp/deps; done
+    sed -i 's#-I/usr/include#-I/tmp/deps/usr/include#; s#-L/usr/lib#-L/tmp/deps/usr/lib#' \
+        /tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig/cmocka.pc
+    export PKG_CONFIG_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig
+    export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+export PATH=$PATH:/usr/local/cuda/bin
+if [ -d .devdata/mnist ]; then mkdir -p datasets/mnist && cp -n .devdata/mnist/* datasets/mnist/; fi
+: > "$OUT/tests.log"
+names=()
+for spec in "$@"; do
+    name=${spec%%=*} flags=${spec#*=}
+    names+=("$name")
+    build=build-variant-$name
+    log=/tmp/variant-$name.log
+    { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=/tmp/deps/usr \
+        -DCMAKE_CUDA_FLAGS="$flags" && cmake --build "$build" -j "$(nproc)" --target pc \
+        test_cuda_eval; } > "$log" 2>&1 || { echo "$name: build failed"; tail -20 "$log"; continue; }
+    echo "==== $name ($flags)" >> "$OUT/tests.log"
+    (cd "$build" && timeout 120 ./test_cuda_eval) >> "$OUT/tests.log" 2>&1
+    rc=$?
+    echo "$name: test_cuda_eval rc $rc" | tee -a "$OUT/tests.log"
+    [ $rc -eq 0 ] || continue
+    sh bench/gpu_circuit_bench.sh "$build" "/tmp/variant-$name" --ks "$KS" --batches "$BATCHES" \
+        --acc-k 0 --model none --only fuse > /dev/null 2>> "$log"
+    cp "/tmp/variant-$name/gpu_circuit.json" "$OUT/$name.json"
+done
+python3 - "$OUT" "${names[@]}" > "$OUT/variants.md" <<'PY'
+import json, sys
+out, names = sys.argv[1], sys.argv[2:]
+rows = {}
+for n in names:
+    try:
+        res = json.load(open(f"{out}/{n}.json"))["results"]
+    except (OSError, ValueError):
+        continue
+    for r in res:
+        if r["kind"] == "timing":
+            rows.setdefault((r["K"], r["batch"]), {})[n] = r["ms"]
+print("| K | batch | " + " | ".join(f"{n} (ms)" for n in names) + " |")
+print("|---|---|" + "---|" * len(names))
+for (k, b), v in sorted(rows.items(), key=lambda x: (x[0][1], x[0][0])):
+    base = v.get(names[0])
+    cells = []
+    for n in names:
+        if n not in v:
+            cells.append("-")
+        elif base and n != names[0]:
+            cells.append(f"{v[n]:.4f} ({base / v[n]:.2f}x)")
+        else:
+            cells.append(f"{v[n]:.4f}")
+    print(f"| {k} | {b} | " + " | ".join(cells) + " |")
+PY
+cat "$OUT/variants.md"
