@@ -6,7 +6,7 @@
  *
  * usage: gpu_circuit_bench OUT.json [--ks 16,32,...] [--batches 512,4096] [--reps N]
  *                          [--model models/mnist.h5] [--acc-k K] [--stream-copies R]
- *                          [--only LABEL] (time one variant: fuse, fuse-persistent, ...)
+ *                          [--only LABEL,...] (time these variants: fuse, fuse-warp, ...)
  * Built by bench/gpu_circuit_bench.sh against the static library. Prints progress to stderr. */
 #include <math.h>
 #include <stdio.h>
@@ -70,6 +70,18 @@ static int64_t sum_params(const pc_circuit *c) {
     return (int64_t)c->num_trans * c->num_latents * c->num_latents + c->num_latents;
 }
 
+/* Whether `label` is one of the comma-separated names in `list`. */
+static int in_list(const char *list, const char *label) {
+    const size_t n = strlen(label);
+    for (const char *p = list; p;) {
+        const char *end = strchr(p, ',');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && !strncmp(p, label, n)) return 1;
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
 /* Timing of every backend at every batch size for one K. */
 static void time_k(FILE *js, int *first, const int32_t *parent, const pc_data *train, int K,
                    const int *batches, int nb, int reps, const char *only) {
@@ -86,6 +98,7 @@ static void time_k(FILE *js, int *first, const int32_t *parent, const pc_data *t
         {"fuse", PC_BACKEND_FUSE, &pc_backend_fuse_ops},
         {"fuse-persistent", PC_BACKEND_FUSE, &pc_backend_fuse_persistent_ops},
         {"fuse-tile", PC_BACKEND_FUSE, &pc_backend_fuse_tile_ops},
+        {"fuse-warp", PC_BACKEND_FUSE, &pc_backend_fuse_warp_ops},
         {"int", PC_BACKEND_INT, &pc_backend_int_ops},
         {"gemm", PC_BACKEND_GEMM, &pc_backend_gemm_ops},
     };
@@ -94,11 +107,13 @@ static void time_k(FILE *js, int *first, const int32_t *parent, const pc_data *t
         const variant *v = &variants[vi];
         pc_eval_opts opts = {v->backend, maxb, 0};
         void *st = NULL;
-        if (only && strcmp(only, v->label)) continue;
+        if (only && !in_list(only, v->label)) continue;
         if (v->ops == &pc_backend_fuse_persistent_ops && fuse_is_persistent) continue;
         if (v->ops == &pc_backend_fuse_tile_ops && !fuse_is_persistent) continue;
         const pc_status cs = v->ops->create(c, &opts, &st);
-        if (cs == PC_ERR_UNSUPPORTED && v->ops == &pc_backend_fuse_tile_ops) continue; /* K */
+        if (cs == PC_ERR_UNSUPPORTED &&
+            (v->ops == &pc_backend_fuse_tile_ops || v->ops == &pc_backend_fuse_warp_ops))
+            continue; /* K */
         if (cs != PC_OK) die(v->label);
         if (v->ops == &pc_backend_fuse_ops)
             fuse_is_persistent = !strcmp(pc_gpu_strategy(st), "persistent");
@@ -224,7 +239,7 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr, "usage: %s OUT.json [--ks ..] [--batches ..] [--reps N] [--model F] "
                             "[--acc-k K] [--stream-copies R] [--em-steps S]\n"
-                            "       [--only fuse|fuse-persistent|fuse-tile|int|gemm]\n", argv[0]);
+                            "       [--only fuse,fuse-persistent,fuse-tile,fuse-warp,int,gemm]\n", argv[0]);
             return 2;
         }
     }

@@ -2,7 +2,8 @@
 # One call on the GPU machine that compares compile-time variants of the fuse kernels: builds the
 # library and test_cuda_eval once per variant (NAME=FLAGS, the flags passed to nvcc), runs the
 # test (every variant must be correct before its time counts), then times fuse alone at
-# K = 16 ... 256 and batches 512, 4096 on the MNIST structure.
+# K = 16 ... 256 and batches 512, 4096 on the MNIST structure (ONLY=fuse,fuse-warp,... picks
+# the benchmark's variants; KS and BATCHES the points).
 #   usage: OUT=DIR bench/gpu_fuse_variants_device.sh NAME=FLAGS [NAME=FLAGS ...]
 #   e.g.   OUT=/tmp/v bench/gpu_fuse_variants_device.sh base= fastlog=-DPC_LOG_MUFU
 # Writes DIR/NAME.json per variant, DIR/tests.log and DIR/variants.md (one table, ms, and each
@@ -37,7 +38,7 @@ for spec in "$@"; do
     echo "$name: test_cuda_eval rc $rc" | tee -a "$OUT/tests.log"
     [ $rc -eq 0 ] || continue
     sh bench/gpu_circuit_bench.sh "$build" "/tmp/variant-$name" --ks "$KS" --batches "$BATCHES" \
-        --acc-k 0 --model none --only fuse > /dev/null 2>> "$log"
+        --acc-k 0 --model none --only "${ONLY:-fuse}" > /dev/null 2>> "$log"
     cp "/tmp/variant-$name/gpu_circuit.json" "$OUT/$name.json"
 done
 python3 - "$OUT" "${names[@]}" > "$OUT/variants.md" <<'PY'
@@ -51,10 +52,10 @@ for n in names:
         continue
     for r in res:
         if r["kind"] == "timing":
-            rows.setdefault((r["K"], r["batch"]), {})[n] = r["ms"]
-print("| K | batch | " + " | ".join(f"{n} (ms)" for n in names) + " |")
-print("|---|---|" + "---|" * len(names))
-for (k, b), v in sorted(rows.items(), key=lambda x: (x[0][1], x[0][0])):
+            rows.setdefault((r["backend"], r["K"], r["batch"]), {})[n] = r["ms"]
+print("| backend | K | batch | " + " | ".join(f"{n} (ms)" for n in names) + " |")
+print("|---|---|---|" + "---|" * len(names))
+for (be, k, b), v in sorted(rows.items(), key=lambda x: (x[0][0], x[0][2], x[0][1])):
     base = v.get(names[0])
     cells = []
     for n in names:
@@ -64,6 +65,6 @@ for (k, b), v in sorted(rows.items(), key=lambda x: (x[0][1], x[0][0])):
             cells.append(f"{v[n]:.4f} ({base / v[n]:.2f}x)")
         else:
             cells.append(f"{v[n]:.4f}")
-    print(f"| {k} | {b} | " + " | ".join(cells) + " |")
+    print(f"| {be} | {k} | {b} | " + " | ".join(cells) + " |")
 PY
 cat "$OUT/variants.md"

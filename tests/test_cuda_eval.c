@@ -42,6 +42,7 @@ static const variant variants[] = {
     {"fuse", PC_BACKEND_FUSE, NULL},
     {"fuse/tile", PC_BACKEND_FUSE, &pc_backend_fuse_tile_ops},
     {"fuse/persistent", PC_BACKEND_FUSE, &pc_backend_fuse_persistent_ops},
+    {"fuse/warp", PC_BACKEND_FUSE, &pc_backend_fuse_warp_ops},
     {"int", PC_BACKEND_INT, NULL},
     {"gemm", PC_BACKEND_GEMM, NULL},
 };

@@ -30,6 +30,7 @@ extern const pc_backend_ops pc_backend_gemm_ops;
 /* fuse's two strategies by name, for tests and benchmarks (fuse itself picks one by K). */
 extern const pc_backend_ops pc_backend_fuse_tile_ops;
 extern const pc_backend_ops pc_backend_fuse_persistent_ops;
+extern const pc_backend_ops pc_backend_fuse_warp_ops;
 
 #ifdef __cplusplus
 }

@@ -23,3 +23,4 @@ const pc_backend_ops pc_backend_int_ops = PC_NO_CUDA_OPS;
 const pc_backend_ops pc_backend_gemm_ops = PC_NO_CUDA_OPS;
 const pc_backend_ops pc_backend_fuse_tile_ops = PC_NO_CUDA_OPS;
 const pc_backend_ops pc_backend_fuse_persistent_ops = PC_NO_CUDA_OPS;
+const pc_backend_ops pc_backend_fuse_warp_ops = PC_NO_CUDA_OPS;

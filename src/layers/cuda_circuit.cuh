@@ -63,6 +63,7 @@ typedef struct pc_gpu_args {
     const int32_t *child_slot;  /* [G - 1] their slots */
     const float *input;         /* [V][C + 1][K]; row C is the marginal (missing value) */
     const float *wexp;          /* [G][K][K] exp(trans_logw[t_g, j, k]) at [g][k][j] (fuse, gemm) */
+    const float *wtc;           /* the same split into TF32 hi and lo (fuse warp, cuda_fuse_warp.cu) */
     const int32_t *wq;          /* [G][K][K] Q16.16 base-2 trans_logw at [g][k][j] (int) */
     const int32_t *table;       /* [PC_INT_TABLE_LEN] IntLSE correction table (int) */
     const double *root_logw;    /* [K] */
@@ -127,7 +128,7 @@ struct pc_gpu_state {
     /* device */
     pc_gpu_group *d_groups;
     int32_t *d_vars, *d_children, *d_child_slot;
-    float *d_input, *d_wexp;
+    float *d_input, *d_wexp, *d_wtc;
     int32_t *d_wq, *d_table;
     double *d_root_logw;
     double *d_off;
@@ -180,6 +181,7 @@ pc_status pc_gpu_reset_counters(const pc_gpu_args *a, cudaStream_t stream);
 /* The fuse strategies (cuda_fuse.cu: persistent; cuda_fuse_tile.cu: tile, for small K). */
 extern const pc_gpu_impl pc_gpu_fuse_persistent_impl;
 extern const pc_gpu_impl pc_gpu_fuse_tile_impl;
+extern const pc_gpu_impl pc_gpu_fuse_warp_impl;
 /* Whether the tile strategy can take the circuit (K and the shared memory its codes need). */
 int pc_gpu_fuse_tile_fits(const pc_circuit *circuit);
 /* The tile strategy's parts, for fuse's choosing strategy: kernel limits set once, and one

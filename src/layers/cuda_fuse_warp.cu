@@ -1,0 +1,364 @@
+/* `fuse`, the warp strategy (K <= 64): one persistent kernel whose work item is (group, 16
+ * samples) for one warp, all K outputs, with the product on tensor cores.
+ *
+ * Why one warp per item: the block-wide items of the persistent strategy (cuda_fuse.cu) spend
+ * most of their time in barriers and dependent loads between phases, with 24 warps per SM. A
+ * warp item needs no barrier at all: the warp gathers its samples' inputs into registers,
+ * takes the max and the exp there, multiplies on the tensor cores and writes the logs, while
+ * the SM's other warps run other items. Items are handed out in evaluation order through an
+ * atomic counter and wait on their children's counters, as in the persistent strategy.
+ *
+ * The product, exact to FP32: out[b, j] = sum_k e[b, k] exp(w[j, k]) with 3xTF32: each FP32
+ * operand x = hi + lo, both TF32 (hi = x rounded to 10 mantissa bits, lo = the rest rounded
+ * likewise), and out = a_lo b_hi + a_hi b_lo + a_hi b_hi accumulated in FP32 by
+ * mma.m16n8k8.tf32 (the dropped a_lo b_lo is below 2^-22 of the product). e lies in [0, 1]
+ * after the max shift and exp(w) in [0, 1], so no term over- or underflows.
+ *
+ * Register layout of an item (lane = 4 g + t, g = 0..7, t = 0..3): the mma's rows are the
+ * samples b0 + g and b0 + g + 8; the lane holds, of each 16-wide slice q of k, the four
+ * adjacent k = 16 q + 4 t .. + 3. The mma's k index c of k-step 2 q + r maps to
+ * k = 16 q + 4 (c % 4) + 2 r + c / 4, a permutation of the slice that lets every lane load its
+ * inputs and its exp(w) as 16-byte words; A and B use the same map, so the sum is unchanged.
+ * Outputs come back as (row g or g + 8, columns 2t, 2t + 1 of each 8-wide n-tile). */
+#include "layers/cuda_circuit.cuh"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WARP_BLOCK 128 /* threads per block: four independent warps */
+#define WARP_ROWS 16   /* samples per item: the mma's M, and the counters' run */
+
+/* exp(w) of group g as the kernel reads it: [g][j][k / 4][hi[4], lo[4]] for j, k < KP, zero
+ * outside K x K (a padded j has no output, a padded k no input). */
+static size_t warp_w_floats(int G, int KP) { return (size_t)G * KP * KP * 2; }
+
+static int warp_kp(int K) { return K <= 16 ? 16 : K <= 32 ? 32 : 64; }
+
+/* x rounded to TF32 (10 mantissa bits, to nearest), as the bits the mma reads. */
+static __device__ __forceinline__ uint32_t warp_tf32(float x) {
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return r;
+}
+
+/* d += a b for one 16 x 8 x 8 TF32 tile (row-major A, column-major B, FP32 accumulate). */
+static __device__ __forceinline__ void warp_mma(float (&d)[4], uint32_t a0, uint32_t a1,
+                                                uint32_t a2, uint32_t a3, uint32_t b0,
+                                                uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* Four floats at p[k .. k + 3] (0 where k + i >= K). V4: K % 4 == 0, so p + k is 16-byte
+ * aligned and the four are all in or all out. CG: read through L2 (messages written during
+ * this kernel by other SMs); else through the read-only path. */
+template <bool V4, bool CG>
+static __device__ __forceinline__ void warp_load4(const float *p, int k, int K, float (&v)[4]) {
+    if constexpr (V4) {
+        float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (k < K) {
+            const float4 *q = reinterpret_cast<const float4 *>(p + k);
+            x = CG ? __ldcg(q) : __ldg(q);
+        }
+        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            v[i] = k + i < K ? (CG ? __ldcg(p + k + i) : __ldg(p + k + i)) : 0.0f;
+    }
+}
+
+/* Lanes wait (one dependency each) until every child of g, and g's slot predecessor's reader,
+ * has finished the item's 16 samples; then their writes are visible to the whole warp. */
+static __device__ __forceinline__ void warp_wait(const pc_gpu_args &a, const pc_gpu_group &g,
+                                                 int t, int lane) {
+    const int nch = g.child_end - g.child_begin, deps = nch + (g.wait >= 0);
+    for (int i = lane; i < deps; i += 32) {
+        const int q = i < nch ? __ldg(a.children + g.child_begin + i) : g.wait;
+        const volatile int32_t *d = a.done + (size_t)q * a.tiles + t;
+        while (*d < a.K) __nanosleep(32);
+        __threadfence();
+    }
+    __syncwarp();
+}
+
+template <int KP, bool V4>
+static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) {
+    constexpr int NQ = KP / 16; /* 16-wide slices of k */
+    constexpr int NT = KP / 8;  /* 8-wide n-tiles of outputs */
+    const int g8 = lane >> 2, t4 = lane & 3, K = a.K;
+    const pc_gpu_group g = a.groups[gi];
+    const bool root = g.slot < 0;
+    const int64_t b0 = (int64_t)t * WARP_ROWS;
+    const int64_t r[2] = {b0 + g8, b0 + g8 + 8};
+    const bool ok[2] = {r[0] < a.n, r[1] < a.n};
+    const int64_t rr[2] = {ok[0] ? r[0] : b0, ok[1] ? r[1] : b0}; /* rows past n read b0 */
+    warp_wait(a, g, t, lane);
+
+    /* 1. p[q][i] = sum of the sources at k = 16 q + 4 t + i, in FP64, one row at a time (two
+     *    rows of FP64 sums would take 64 registers at K = 64); O = sum of the children's
+     *    offsets (every lane, for its two rows). 2. e = p (+ root_logw at the root) in FP32,
+     *    -inf past K and past n. */
+    float e[2][NQ][4];
+    double o[2];
+    const size_t V = (size_t)a.V;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        double p[NQ][4], oh = 0.0;
+#pragma unroll
+        for (int q = 0; q < NQ; q++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) p[q][i] = 0.0;
+        for (int ci = g.child_begin; ci < g.child_end; ci++) {
+            const size_t slot = (size_t)__ldg(a.child_slot + ci);
+            const float *rel = a.rel + (slot * a.chunk + rr[h]) * K;
+            float v[NQ][4];
+#pragma unroll
+            for (int q = 0; q < NQ; q++) warp_load4<V4, true>(rel, 16 * q + 4 * t4, K, v[q]);
+            oh += __ldcg(a.off + slot * a.chunk + rr[h]);
+#pragma unroll
+            for (int q = 0; q < NQ; q++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) p[q][i] += (double)v[q][i];
+        }
+        for (int vi = g.var_begin; vi < g.var_end; vi++) {
+            const int v = __ldg(a.vars + vi);
+            const size_t at = (size_t)rr[h] * V + v;
+            const int code = a.missing && __ldg(a.missing + at) ? a.C : __ldg(a.x + at);
+            const float *row = a.input + ((size_t)v * (a.C + 1) + code) * K;
+            float w[NQ][4];
+#pragma unroll
+            for (int q = 0; q < NQ; q++) warp_load4<V4, false>(row, 16 * q + 4 * t4, K, w[q]);
+#pragma unroll
+            for (int q = 0; q < NQ; q++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) p[q][i] += (double)w[q][i];
+        }
+        o[h] = oh;
+#pragma unroll
+        for (int q = 0; q < NQ; q++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int k = 16 * q + 4 * t4 + i;
+                double x = p[q][i];
+                if (root && k < K) x += __ldg(a.root_logw + k);
+                e[h][q][i] = ok[h] && k < K ? (float)x : -INFINITY;
+            }
+    }
+
+    /* 3. m = max per row over the row's four lanes; e = exp(e - m), 0 where m = -inf. */
+    float m[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int q = 0; q < NQ; q++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) mx = fmaxf(mx, e[h][q][i]);
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        m[h] = mx;
+#pragma unroll
+        for (int q = 0; q < NQ; q++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                e[h][q][i] = mx == -INFINITY ? 0.0f : __expf(e[h][q][i] - mx);
+    }
+
+    if (root) { /* log p(x) = O + m + log sum_k e, summed in FP64 */
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            double sum = 0.0;
+#pragma unroll
+            for (int q = 0; q < NQ; q++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) sum += (double)e[h][q][i];
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            if (t4 == 0 && ok[h])
+                a.logp[r[h]] = m[h] == -INFINITY ? -INFINITY : o[h] + (double)m[h] + log(sum);
+        }
+        return;
+    }
+
+    /* 4. acc[n-tile] = e exp(w)^T on the tensor cores, 3xTF32. */
+    float acc[NT][4];
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) acc[n][i] = 0.0f;
+    const float4 *w4 = reinterpret_cast<const float4 *>(a.wtc) + (size_t)gi * KP * (KP / 4) * 2;
+#pragma unroll
+    for (int q = 0; q < NQ; q++) {
+        /* A of k-steps 2q (s = 0) and 2q + 1 (s = 1): (row g, c = t) = e[0][q][2s],
+         * (row g + 8, c = t) = e[1][q][2s], (row g, c = t + 4) = e[0][q][2s + 1], ... */
+        uint32_t ahi[2][4], alo[2][4];
+#pragma unroll
+        for (int s = 0; s < 2; s++) {
+            const float x[4] = {e[0][q][2 * s], e[1][q][2 * s], e[0][q][2 * s + 1],
+                                e[1][q][2 * s + 1]};
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                ahi[s][i] = warp_tf32(x[i]);
+                alo[s][i] = warp_tf32(x[i] - __uint_as_float(ahi[s][i]));
+            }
+        }
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            /* B (k = c, output j = 8 n + g): exp(w)[j][16 q + 4 t .. + 3], hi and lo. */
+            const float4 *src = w4 + ((size_t)(8 * n + g8) * (KP / 4) + 4 * q + t4) * 2;
+            const float4 hi = __ldg(src), lo = __ldg(src + 1);
+            const uint32_t bh[4] = {__float_as_uint(hi.x), __float_as_uint(hi.y),
+                                    __float_as_uint(hi.z), __float_as_uint(hi.w)};
+            const uint32_t bl[4] = {__float_as_uint(lo.x), __float_as_uint(lo.y),
+                                    __float_as_uint(lo.z), __float_as_uint(lo.w)};
+#pragma unroll
+            for (int s = 0; s < 2; s++) {
+                const uint32_t *ah = ahi[s], *al = alo[s];
+                warp_mma(acc[n], al[0], al[1], al[2], al[3], bh[2 * s], bh[2 * s + 1]);
+                warp_mma(acc[n], ah[0], ah[1], ah[2], ah[3], bl[2 * s], bl[2 * s + 1]);
+                warp_mma(acc[n], ah[0], ah[1], ah[2], ah[3], bh[2 * s], bh[2 * s + 1]);
+            }
+        }
+    }
+
+    /* 5. rel = log acc at (row g or g + 8, j = 8 n + 2 t, + 1); off = O + m. */
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        if (!ok[h]) continue;
+        float *out = a.rel + ((size_t)g.slot * a.chunk + r[h]) * K;
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            const int j = 8 * n + 2 * t4;
+            const float v0 = pc_gpu_log(acc[n][2 * h]), v1 = pc_gpu_log(acc[n][2 * h + 1]);
+            if (j < K) out[j] = v0;
+            if (j + 1 < K) out[j + 1] = v1;
+        }
+        if (t4 == 0)
+            a.off[(size_t)g.slot * a.chunk + r[h]] =
+                m[h] == -INFINITY ? -INFINITY : o[h] + (double)m[h];
+    }
+    /* Publish: every lane's stores, then one release of the counter. */
+    __syncwarp();
+    if (lane == 0) {
+        __threadfence();
+        atomicAdd(a.done + (size_t)gi * a.tiles + t, K);
+    }
+}
+
+/* The persistent loop of one warp: items (group-major, evaluation order) until none is left;
+ * the next item is fetched while this one runs. */
+template <int KP, bool V4>
+static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 6 : 8)
+    warp_kernel(pc_gpu_args a, int total) {
+    const int lane = threadIdx.x & 31;
+    int item = 0;
+    if (lane == 0) item = atomicAdd(a.queue, 1);
+    item = __shfl_sync(0xffffffffu, item, 0);
+    while (item < total) {
+        int next = 0;
+        if (lane == 0) next = atomicAdd(a.queue, 1);
+        warp_item<KP, V4>(a, item / a.tiles, item % a.tiles, lane);
+        item = __shfl_sync(0xffffffffu, next, 0);
+    }
+}
+
+typedef void (*warp_fn)(pc_gpu_args, int);
+
+static warp_fn warp_pick(int K) {
+    const bool v4 = K % 4 == 0;
+    if (K <= 16) return v4 ? warp_kernel<16, true> : warp_kernel<16, false>;
+    if (K <= 32) return v4 ? warp_kernel<32, true> : warp_kernel<32, false>;
+    return v4 ? warp_kernel<64, true> : warp_kernel<64, false>;
+}
+
+static pc_status warp_configure(pc_gpu_state *s) {
+    pc_status st = PC_OK;
+    int per_sm = 0;
+    if (s->K > 64)
+        return pc_fail(PC_ERR_UNSUPPORTED, "fuse warp strategy: takes K <= 64, not K = %d", s->K);
+    s->bm = WARP_ROWS, s->bn = s->K, s->smem = 0;
+    PC_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, warp_pick(s->K),
+                                                               WARP_BLOCK, 0));
+    s->grid = s->sms * (per_sm > 0 ? per_sm : 1);
+fail:
+    return st;
+}
+
+static __host__ float warp_host_tf32(float x) {
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    b = (b + 0x0fffu + ((b >> 13) & 1u)) & 0xffffe000u; /* to nearest, ties to even */
+    float r;
+    memcpy(&r, &b, 4);
+    return r;
+}
+
+/* exp(trans_logw) per group split into TF32 hi and lo, in the kernel's layout. */
+static pc_status warp_upload(pc_gpu_state *s) {
+    pc_status st = PC_OK;
+    const pc_circuit *c = s->circuit;
+    const int K = s->K, KP = warp_kp(K);
+    const size_t nf = warp_w_floats(s->G, KP);
+    float *h = (float *)calloc(nf, sizeof(float));
+    if (!h) return pc_fail(PC_ERR_NOMEM, "GPU upload: out of host memory for weights");
+    for (int g = 0; g < s->G; g++) {
+        const int32_t tr = c->group_trans[g];
+        if (tr < 0) continue;
+        const double *w = c->trans_logw + (size_t)tr * K * K;
+        for (int j = 0; j < K; j++)
+            for (int k = 0; k < K; k++) {
+                const float x = (float)exp(w[(size_t)j * K + k]);
+                const float hi = warp_host_tf32(x), lo = warp_host_tf32(x - hi);
+                float *dst = h + (((size_t)g * KP + j) * (KP / 4) + k / 4) * 8 + k % 4;
+                dst[0] = hi, dst[4] = lo;
+            }
+    }
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_wtc, nf * sizeof(float), "exp(trans_logw) hi/lo")))
+        goto fail;
+    PC_GPU_CHECK(cudaMemcpy(s->d_wtc, h, nf * sizeof(float), cudaMemcpyHostToDevice));
+fail:
+    free(h);
+    return st;
+}
+
+static size_t warp_extra_bytes(const pc_gpu_state *s, int64_t chunk) {
+    (void)chunk;
+    return warp_w_floats(s->G, warp_kp(s->K)) * sizeof(float);
+}
+
+static void warp_free(pc_gpu_state *s) {
+    pc_gpu_release(s, s->d_wtc, warp_w_floats(s->G, warp_kp(s->K)) * sizeof(float));
+    s->d_wtc = NULL;
+}
+
+extern "C" pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args *a,
+                                              cudaStream_t stream) {
+    pc_status st = PC_OK;
+    const int64_t total = (int64_t)s->G * a->tiles;
+    if (total > INT32_MAX)
+        return pc_fail(PC_ERR_UNSUPPORTED,
+                       "fuse warp strategy: %d groups make %lld work items for %d samples, more "
+                       "than the queue counts (2^31 - 1)", s->G, (long long)total, a->n);
+    const int blocks = (int)((total + WARP_BLOCK / 32 - 1) / (WARP_BLOCK / 32));
+    const int grid = blocks < s->grid ? blocks : s->grid;
+    if ((st = pc_gpu_reset_counters(a, stream))) return st;
+    warp_pick(s->K)<<<grid, WARP_BLOCK, 0, stream>>>(*a, (int)total);
+    PC_GPU_CHECK(cudaGetLastError());
+fail:
+    return st;
+}
+
+extern "C" const pc_gpu_impl pc_gpu_fuse_warp_impl = {
+    PC_BACKEND_FUSE, "warp",          NULL, warp_configure, warp_upload,
+    pc_gpu_fuse_warp_enqueue, warp_extra_bytes, NULL, warp_free};
+
+static pc_status fuse_warp_create(const pc_circuit *c, const pc_eval_opts *o, void **state) {
+    return pc_gpu_create(&pc_gpu_fuse_warp_impl, c, o, state);
+}
+
+extern "C" const pc_backend_ops pc_backend_fuse_warp_ops = {
+    fuse_warp_create, pc_gpu_evaluate, pc_gpu_peak_bytes, pc_gpu_destroy};
