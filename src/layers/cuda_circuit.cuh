@@ -120,7 +120,8 @@ struct pc_gpu_state {
     int32_t bm, bn;        /* batch-tile and output-tile sizes */
     int32_t max_tiles;     /* tiles of a full chunk */
     size_t smem;           /* dynamic shared memory of the main kernel */
-    int32_t grid;          /* persistent grid size */
+    int32_t grid;          /* persistent grid size (fuse: below FUSE_LARGE_N samples) */
+    int32_t grid_large;    /* fuse persistent: from FUSE_LARGE_N samples */
     int32_t sms;
     int tile_ok;           /* fuse: runs the tile strategy (K <= 32 and the circuit fits) */
     /* host copies of the plan */

@@ -221,17 +221,6 @@ static __device__ __forceinline__ void fuse_run(const pc_gpu_args &a, int item, 
     for (int i = g.child_begin; i < g.child_end; i++)
         fuse_wait_runs(a, __ldg(a.children + i), f0, runs);
     if (g.wait >= 0) fuse_wait_runs(a, g.wait, f0, runs);
-#ifdef FUSE_SYNC2
-    if ((int)threadIdx.x < runs) asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
-    __syncthreads();
-    fuse_item<S>(a, gi, g, t, jt, smem);
-    __syncthreads();
-    const int r = (int)threadIdx.x - (FUSE_THREADS - 32);
-    if (g.slot >= 0 && r >= 0 && r < runs) {
-        asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
-        atomicAdd(a.done + (size_t)gi * a.tiles + f0 + r, min(S::BN, a.K - jt * S::BN));
-    }
-#else
     __threadfence();
     __syncthreads();
     fuse_item<S>(a, gi, g, t, jt, smem);
@@ -239,7 +228,6 @@ static __device__ __forceinline__ void fuse_run(const pc_gpu_args &a, int item, 
     __syncthreads();
     if (g.slot >= 0 && (int)threadIdx.x < runs)
         atomicAdd(a.done + (size_t)gi * a.tiles + f0 + threadIdx.x, min(S::BN, a.K - jt * S::BN));
-#endif
 }
 
 /* The persistent loop: items from the queue until none is left. */
@@ -247,22 +235,6 @@ template <class A, class B>
 static __device__ __forceinline__ void fuse_loop(const pc_gpu_args &a, const fuse_split &sp) {
     extern __shared__ float4 smem4[];
     float *smem = reinterpret_cast<float *>(smem4);
-#ifdef FUSE_SYNC2
-    __shared__ int s_item[2];
-    if (threadIdx.x == 0) s_item[0] = atomicAdd(a.queue, 1);
-    __syncthreads();
-    int item = s_item[0];
-    for (int it = 1;; it ^= 1) {
-        if (item >= sp.total) return;
-        int next = 0;
-        if (threadIdx.x == 0) next = atomicAdd(a.queue, 1);
-        if (item < sp.items_a) fuse_run<A>(a, item, 0, sp.tiles_a, sp.jtiles_a, smem);
-        else fuse_run<B>(a, item - sp.items_a, sp.groups_a, sp.tiles_b, sp.jtiles_b, smem);
-        if (threadIdx.x == 0) s_item[it] = next;
-        __syncthreads();
-        item = s_item[it];
-    }
-#else
     __shared__ int s_item;
     for (;;) {
         if (threadIdx.x == 0) s_item = atomicAdd(a.queue, 1);
@@ -273,27 +245,22 @@ static __device__ __forceinline__ void fuse_loop(const pc_gpu_args &a, const fus
         else fuse_run<B>(a, item - sp.items_a, sp.groups_a, sp.tiles_b, sp.jtiles_b, smem);
         __syncthreads();
     }
-#endif
 }
 
-/* Three blocks per SM (80 registers): more warps to cover the gather's and the waits' latency
- * than the two that 128 registers allow. */
-template <class A, class B>
-#ifndef FUSE_MIN_BLOCKS
-#define FUSE_MIN_BLOCKS 3
-#endif
-static __global__ void __launch_bounds__(FUSE_THREADS, FUSE_MIN_BLOCKS)
+/* Blocks per SM: more warps cover more of the gather's and the waits' latency, fewer registers
+ * spill more. Three (80 registers) for K <= 128, four (64 registers, more spills) at large
+ * batches, where the bottom layers' many items keep every block busy (measured on the H200:
+ * K = 64, batch 4096: 1.96 against 2.13 ms; K = 128: 4.59 against 5.09; at batch 512, K = 128,
+ * 1.48 against 1.44). The 8 x 8 tile (BN = 256) would take 141 registers, one block per SM;
+ * capped at 128 (a few spilled words), two blocks per SM hide each other's gather latency. */
+template <class A, class B, int BLOCKS>
+static __global__ void __launch_bounds__(FUSE_THREADS, BLOCKS)
     fuse_kernel(pc_gpu_args a, fuse_split sp) {
     fuse_loop<A, B>(a, sp);
 }
 
-/* The 8 x 8 tile (BN = 256) would take 141 registers, one block per SM; capped at 128 (a few
- * spilled words) two blocks per SM hide each other's gather latency. */
-template <class A, class B>
-static __global__ void __launch_bounds__(FUSE_THREADS, 2)
-    fuse_kernel_2(pc_gpu_args a, fuse_split sp) {
-    fuse_loop<A, B>(a, sp);
-}
+/* A forward pass of at least this many samples takes the configuration's `fn_large`. */
+#define FUSE_LARGE_N 2048
 
 /* Item shapes by K (rounded up to bn): wide items take BN >= K outputs up to K = 256, so the
  * gather runs once per sample tile; narrow items take 16 samples and <= 64 outputs. The split
@@ -310,19 +277,19 @@ static __global__ void __launch_bounds__(FUSE_THREADS, 2)
 typedef fuse_shape<16, 64, 2, 2, 64> fuse_narrow;
 typedef void (*fuse_fn)(pc_gpu_args, fuse_split);
 typedef struct fuse_config {
-    fuse_fn fn;
+    fuse_fn fn, fn_large; /* below and from FUSE_LARGE_N samples */
     int bm_a, bn_a, bn_b;
     size_t smem;
     double gain, min_fill;
 } fuse_config;
 
 template <class A, class B>
-static fuse_config fuse_make(fuse_fn fn, int K, double gain, double min_fill) {
+static fuse_config fuse_make(fuse_fn fn, fuse_fn fn_large, int K, double gain, double min_fill) {
     const size_t sa = A::smem(K), sb = B::smem(K);
 #ifdef FUSE_WIDE_GAIN
     gain = FUSE_WIDE_GAIN;
 #endif
-    return fuse_config{fn, A::BM, A::BN, B::BN, sa > sb ? sa : sb, gain, min_fill};
+    return fuse_config{fn, fn_large, A::BM, A::BN, B::BN, sa > sb ? sa : sb, gain, min_fill};
 }
 
 static fuse_config fuse_pick(int K) {
@@ -333,11 +300,17 @@ static fuse_config fuse_pick(int K) {
     typedef fuse_shape<128, 64, 8, 4, 16> w64;
     typedef fuse_shape<64, 128, 4, 8, 16> w128;
     typedef fuse_shape<64, 256, 8, 8, 16> w256;
-    if (K <= 16) return fuse_make<w16, n16>(fuse_kernel<w16, n16>, K, 2.0, 1.0);
-    if (K <= 32) return fuse_make<w32, n32>(fuse_kernel<w32, n32>, K, 2.0, 1.0);
-    if (K <= 64) return fuse_make<w64, fuse_narrow>(fuse_kernel<w64, fuse_narrow>, K, 2.0, 1.0);
-    if (K <= 128) return fuse_make<w128, fuse_narrow>(fuse_kernel<w128, fuse_narrow>, K, 2.0, 0.0);
-    return fuse_make<w256, fuse_narrow>(fuse_kernel_2<w256, fuse_narrow>, K, 4.0, 0.0);
+    typedef fuse_narrow n64;
+    if (K <= 16)
+        return fuse_make<w16, n16>(fuse_kernel<w16, n16, 3>, fuse_kernel<w16, n16, 4>, K, 2.0, 1.0);
+    if (K <= 32)
+        return fuse_make<w32, n32>(fuse_kernel<w32, n32, 3>, fuse_kernel<w32, n32, 4>, K, 2.0, 1.0);
+    if (K <= 64)
+        return fuse_make<w64, n64>(fuse_kernel<w64, n64, 3>, fuse_kernel<w64, n64, 4>, K, 2.0, 1.0);
+    if (K <= 128)
+        return fuse_make<w128, n64>(fuse_kernel<w128, n64, 3>, fuse_kernel<w128, n64, 4>, K, 2.0,
+                                    0.0);
+    return fuse_make<w256, n64>(fuse_kernel<w256, n64, 2>, fuse_kernel<w256, n64, 2>, K, 4.0, 0.0);
 }
 
 static pc_status fuse_configure(pc_gpu_state *s) {
@@ -351,11 +324,14 @@ static pc_status fuse_configure(pc_gpu_state *s) {
         return pc_fail(PC_ERR_UNSUPPORTED,
                        "backend 'fuse': K = %d needs %zu bytes of shared memory per block, the "
                        "GPU has %d", s->K, s->smem, max_smem);
-    PC_GPU_CHECK(cudaFuncSetAttribute(c.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      (int)s->smem));
-    PC_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, c.fn, FUSE_THREADS,
-                                                               s->smem));
-    s->grid = s->sms * (per_sm > 0 ? per_sm : 1);
+    for (int large = 0; large < 2; large++) {
+        const fuse_fn fn = large ? c.fn_large : c.fn;
+        PC_GPU_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)s->smem));
+        PC_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, FUSE_THREADS,
+                                                                   s->smem));
+        *(large ? &s->grid_large : &s->grid) = s->sms * (per_sm > 0 ? per_sm : 1);
+    }
 fail:
     return st;
 }
@@ -364,7 +340,7 @@ fail:
  * (BM_B min(BN_B, K)) narrow ones, c->gain times faster. Fails when the items would overflow
  * the queue's 32-bit counter. */
 static pc_status fuse_split_for(const pc_gpu_state *s, const fuse_config *c, int64_t n,
-                                fuse_split *out) {
+                                int grid, fuse_split *out) {
     const pc_circuit *cir = s->circuit;
     fuse_split sp;
     sp.tiles_a = (int32_t)((n + c->bm_a - 1) / c->bm_a);
@@ -376,7 +352,7 @@ static pc_status fuse_split_for(const pc_gpu_state *s, const fuse_config *c, int
     const int32_t l = pc_gpu_split_layers(cir, (int64_t)sp.tiles_a * sp.jtiles_a,
                                           (int64_t)sp.tiles_b * sp.jtiles_b,
                                           work / c->gain,
-                                          (int64_t)ceil(c->min_fill * s->grid), s->grid);
+                                          (int64_t)ceil(c->min_fill * grid), grid);
     sp.groups_a = cir->layer_start[l];
     const int64_t items_a = (int64_t)sp.groups_a * sp.tiles_a * sp.jtiles_a;
     const int64_t total = items_a + (int64_t)(s->G - sp.groups_a) * sp.tiles_b * sp.jtiles_b;
@@ -393,11 +369,13 @@ static pc_status fuse_split_for(const pc_gpu_state *s, const fuse_config *c, int
 static pc_status fuse_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {
     pc_status st = PC_OK;
     const fuse_config c = fuse_pick(s->K);
+    const bool large = a->n >= FUSE_LARGE_N;
+    const int resident = large ? s->grid_large : s->grid;
     fuse_split sp;
-    if ((st = fuse_split_for(s, &c, a->n, &sp))) return st;
-    const int grid = sp.total < s->grid ? sp.total : s->grid;
+    if ((st = fuse_split_for(s, &c, a->n, resident, &sp))) return st;
+    const int grid = sp.total < resident ? sp.total : resident;
     if ((st = pc_gpu_reset_counters(a, stream))) return st;
-    c.fn<<<grid, FUSE_THREADS, s->smem, stream>>>(*a, sp);
+    (large ? c.fn_large : c.fn)<<<grid, FUSE_THREADS, s->smem, stream>>>(*a, sp);
     PC_GPU_CHECK(cudaGetLastError());
 fail:
     return st;

@@ -98,55 +98,75 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) 
     const int64_t rr[2] = {ok[0] ? r[0] : b0, ok[1] ? r[1] : b0}; /* rows past n read b0 */
     warp_wait(a, g, t, lane);
 
-    /* 1. p[q][i] = sum of the sources at k = 16 q + 4 t + i, in FP64, one row at a time (two
-     *    rows of FP64 sums would take 64 registers at K = 64); O = sum of the children's
-     *    offsets (every lane, for its two rows). 2. e = p (+ root_logw at the root) in FP32,
-     *    -inf past K and past n. */
+    /* 1. p[row][q][i] = sum of the sources at k = 16 q + 4 t + i, in FP64, RA rows at once
+     *    (their loads travel together; at K = 64 the FP64 sums of both rows would take 64
+     *    registers, so one at a time); O = sum of the children's offsets (every lane, for its
+     *    rows). 2. e = p (+ root_logw at the root) in FP32, -inf past K and past n. */
+    constexpr int RA = KP <= 32 ? 2 : 1;
     float e[2][NQ][4];
     double o[2];
     const size_t V = (size_t)a.V;
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
-        double p[NQ][4], oh = 0.0;
+    for (int h0 = 0; h0 < 2; h0 += RA) {
+        double p[RA][NQ][4], oh[RA];
 #pragma unroll
-        for (int q = 0; q < NQ; q++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) p[q][i] = 0.0;
-        for (int ci = g.child_begin; ci < g.child_end; ci++) {
-            const size_t slot = (size_t)__ldg(a.child_slot + ci);
-            const float *rel = a.rel + (slot * a.chunk + rr[h]) * K;
-            float v[NQ][4];
-#pragma unroll
-            for (int q = 0; q < NQ; q++) warp_load4<V4, true>(rel, 16 * q + 4 * t4, K, v[q]);
-            oh += __ldcg(a.off + slot * a.chunk + rr[h]);
+        for (int h = 0; h < RA; h++) {
+            oh[h] = 0.0;
 #pragma unroll
             for (int q = 0; q < NQ; q++)
 #pragma unroll
-                for (int i = 0; i < 4; i++) p[q][i] += (double)v[q][i];
+                for (int i = 0; i < 4; i++) p[h][q][i] = 0.0;
+        }
+        for (int ci = g.child_begin; ci < g.child_end; ci++) {
+            const size_t slot = (size_t)__ldg(a.child_slot + ci);
+            float v[RA][NQ][4];
+#pragma unroll
+            for (int h = 0; h < RA; h++) {
+                const float *rel = a.rel + (slot * a.chunk + rr[h0 + h]) * K;
+#pragma unroll
+                for (int q = 0; q < NQ; q++)
+                    warp_load4<V4, true>(rel, 16 * q + 4 * t4, K, v[h][q]);
+                oh[h] += __ldcg(a.off + slot * a.chunk + rr[h0 + h]);
+            }
+#pragma unroll
+            for (int h = 0; h < RA; h++)
+#pragma unroll
+                for (int q = 0; q < NQ; q++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) p[h][q][i] += (double)v[h][q][i];
         }
         for (int vi = g.var_begin; vi < g.var_end; vi++) {
             const int v = __ldg(a.vars + vi);
-            const size_t at = (size_t)rr[h] * V + v;
-            const int code = a.missing && __ldg(a.missing + at) ? a.C : __ldg(a.x + at);
-            const float *row = a.input + ((size_t)v * (a.C + 1) + code) * K;
-            float w[NQ][4];
+            float w[RA][NQ][4];
 #pragma unroll
-            for (int q = 0; q < NQ; q++) warp_load4<V4, false>(row, 16 * q + 4 * t4, K, w[q]);
+            for (int h = 0; h < RA; h++) {
+                const size_t at = (size_t)rr[h0 + h] * V + v;
+                const int code = a.missing && __ldg(a.missing + at) ? a.C : __ldg(a.x + at);
+                const float *row = a.input + ((size_t)v * (a.C + 1) + code) * K;
+#pragma unroll
+                for (int q = 0; q < NQ; q++)
+                    warp_load4<V4, false>(row, 16 * q + 4 * t4, K, w[h][q]);
+            }
+#pragma unroll
+            for (int h = 0; h < RA; h++)
+#pragma unroll
+                for (int q = 0; q < NQ; q++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) p[h][q][i] += (double)w[h][q][i];
+        }
+#pragma unroll
+        for (int h = 0; h < RA; h++) {
+            o[h0 + h] = oh[h];
 #pragma unroll
             for (int q = 0; q < NQ; q++)
 #pragma unroll
-                for (int i = 0; i < 4; i++) p[q][i] += (double)w[q][i];
+                for (int i = 0; i < 4; i++) {
+                    const int k = 16 * q + 4 * t4 + i;
+                    double x = p[h][q][i];
+                    if (root && k < K) x += __ldg(a.root_logw + k);
+                    e[h0 + h][q][i] = ok[h0 + h] && k < K ? (float)x : -INFINITY;
+                }
         }
-        o[h] = oh;
-#pragma unroll
-        for (int q = 0; q < NQ; q++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int k = 16 * q + 4 * t4 + i;
-                double x = p[q][i];
-                if (root && k < K) x += __ldg(a.root_logw + k);
-                e[h][q][i] = ok[h] && k < K ? (float)x : -INFINITY;
-            }
     }
 
     /* 3. m = max per row over the row's four lanes; e = exp(e - m), 0 where m = -inf. */
@@ -184,7 +204,11 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) 
         return;
     }
 
-    /* 4. acc[n-tile] = e exp(w)^T on the tensor cores, 3xTF32. */
+    /* 4. acc[n-tile] = e exp(w)^T on the tensor cores, 3xTF32. The tensor cores round their
+     *    FP32 sums toward zero, a bias of up to an ulp per accumulation that a running sum
+     *    over all of k would collect K / 8 times per product (measured: 1.5e-5 nats too low
+     *    over a chain of 300 groups at K = 16); so each 16-wide slice of k is summed into a
+     *    fresh tile and added to acc with an FP32 add that rounds to nearest. */
     float acc[NT][4];
 #pragma unroll
     for (int n = 0; n < NT; n++)
@@ -208,6 +232,11 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) 
         }
 #pragma unroll
         for (int n = 0; n < NT; n++) {
+#ifdef WARP_PLAIN_ACC
+            float(&d)[4] = acc[n];
+#else
+            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#endif
             /* B (k = c, output j = 8 n + g): exp(w)[j][16 q + 4 t .. + 3], hi and lo. */
             const float4 *src = w4 + ((size_t)(8 * n + g8) * (KP / 4) + 4 * q + t4) * 2;
             const float4 hi = __ldg(src), lo = __ldg(src + 1);
@@ -218,10 +247,14 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) 
 #pragma unroll
             for (int s = 0; s < 2; s++) {
                 const uint32_t *ah = ahi[s], *al = alo[s];
-                warp_mma(acc[n], al[0], al[1], al[2], al[3], bh[2 * s], bh[2 * s + 1]);
-                warp_mma(acc[n], ah[0], ah[1], ah[2], ah[3], bl[2 * s], bl[2 * s + 1]);
-                warp_mma(acc[n], ah[0], ah[1], ah[2], ah[3], bh[2 * s], bh[2 * s + 1]);
+                warp_mma(d, al[0], al[1], al[2], al[3], bh[2 * s], bh[2 * s + 1]);
+                warp_mma(d, ah[0], ah[1], ah[2], ah[3], bl[2 * s], bl[2 * s + 1]);
+                warp_mma(d, ah[0], ah[1], ah[2], ah[3], bh[2 * s], bh[2 * s + 1]);
             }
+#ifndef WARP_PLAIN_ACC
+#pragma unroll
+            for (int i = 0; i < 4; i++) acc[n][i] += d[i];
+#endif
         }
     }
 

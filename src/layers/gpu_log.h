@@ -1,5 +1,6 @@
 /* log y in FP32 for the GPU sum layers (internal). Plain C, so that a CPU test checks it in CI;
- * CUDA code gets it as a host and device function.
+ * CUDA code gets it as a host and device function, and the device takes the special-function
+ * unit's log2 of the mantissa instead of the series below (same split, see the function).
  *
  * The sum layers take one log per output of y = sum_k exp(p_k - m) exp(w_jk), a positive
  * number of a few orders of magnitude around 1, and that log was a large part of the tile
@@ -23,18 +24,21 @@
 #endif
 
 PC_GPU_LOG_FN float pc_gpu_log(float y) {
-#if defined(__CUDA_ARCH__) && defined(PC_LOG_MUFU)
+#ifdef __CUDA_ARCH__
+    /* On the GPU: the same split, log m from the special-function unit (lg2.approx: absolute
+     * error under 2^-22 for m in [1, 2), so under 1.7e-7 nats), about 12 instructions instead
+     * of 30. Positive normal y take it; 0 gives -inf, +inf +inf, NaN and y < 0 NaN; subnormal y
+     * give -inf, as the flush-to-zero arithmetic around it would. */
     {
-        const int sub = y < 1.17549435e-38f;
-        const float ys = sub ? y * 16777216.0f : y;
-        const int bits = __float_as_int(ys);
-        const float e = (float)(((bits >> 23) & 0xff) - 127 - (sub ? 24 : 0));
+        const int bits = __float_as_int(y);
+        const float e = (float)((bits >> 23) - 127);
         const float m = __int_as_float((bits & 0x007fffff) | 0x3f800000);
-        const float lg = __log2f(m) * 0.693147180559945f;
-        const float r = fmaf(e, 0.693145751953125f, fmaf(e, 1.42860682e-6f, lg));
-        return y > 0.0f && y < INFINITY ? r : y == 0.0f ? -INFINITY : y == INFINITY ? y : NAN;
+        const float r = fmaf(e, 0.693145751953125f,
+                             fmaf(e, 1.42860682e-6f, __log2f(m) * 0.693147180559945f));
+        const bool normal = (unsigned)bits - 0x00800000u < 0x7f000000u;
+        return normal ? r : y >= 0.0f ? (y == INFINITY ? INFINITY : -INFINITY) : NAN;
     }
-#endif
+#else
     /* No branches (a GPU warp would stall resolving them): every case is computed and the
      * special values are selected at the end. */
     const int sub = y < 1.17549435e-38f; /* subnormal (or 0, negative): times 2^24, exact */
@@ -57,6 +61,7 @@ PC_GPU_LOG_FN float pc_gpu_log(float y) {
     const float ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682e-6f; /* ln2_hi has 16 bits */
     const float r = fmaf((float)e, ln2_hi, fmaf((float)e, ln2_lo, log_m));
     return y > 0.0f && y < INFINITY ? r : y == 0.0f ? -INFINITY : y == INFINITY ? y : NAN;
+#endif
 }
 
 #endif
