@@ -63,7 +63,7 @@ typedef struct pc_gpu_args {
     const int32_t *child_slot;  /* [G - 1] their slots */
     const float *input;         /* [V][C + 1][K]; row C is the marginal (missing value) */
     const float *wexp;          /* [G][K][K] exp(trans_logw[t_g, j, k]) at [g][k][j] (fuse, gemm) */
-    const float *wtc;           /* the same split into TF32 hi and lo (fuse warp, cuda_fuse_warp.cu) */
+    const double *wd;           /* [G][KP][KP] exp(trans_logw) at [g][j][k] in FP64 (fuse warp) */
     const int32_t *wq;          /* [G][K][K] Q16.16 base-2 trans_logw at [g][k][j] (int) */
     const int32_t *table;       /* [PC_INT_TABLE_LEN] IntLSE correction table (int) */
     const double *root_logw;    /* [K] */
@@ -129,7 +129,8 @@ struct pc_gpu_state {
     /* device */
     pc_gpu_group *d_groups;
     int32_t *d_vars, *d_children, *d_child_slot;
-    float *d_input, *d_wexp, *d_wtc;
+    float *d_input, *d_wexp;
+    double *d_wd;
     int32_t *d_wq, *d_table;
     double *d_root_logw;
     double *d_off;

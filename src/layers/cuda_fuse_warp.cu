@@ -1,25 +1,24 @@
 /* `fuse`, the warp strategy (K <= 64): one persistent kernel whose work item is (group, 16
- * samples) for one warp, all K outputs, with the product on tensor cores.
+ * samples) for one warp, all K outputs, with the product on the FP64 tensor cores.
  *
  * Why one warp per item: the block-wide items of the persistent strategy (cuda_fuse.cu) spend
- * most of their time in barriers and dependent loads between phases, with 24 warps per SM. A
- * warp item needs no barrier at all: the warp gathers its samples' inputs into registers,
- * takes the max and the exp there, multiplies on the tensor cores and writes the logs, while
- * the SM's other warps run other items. Items are handed out in evaluation order through an
- * atomic counter and wait on their children's counters, as in the persistent strategy.
+ * much of their time in barriers and dependent loads between phases, with 24-32 warps per SM.
+ * A warp item needs no barrier: the warp gathers its samples' inputs into registers, takes the
+ * max and the exp there, multiplies on the tensor cores and writes the logs, while the SM's
+ * other warps run other items. Items are handed out in evaluation order through an atomic
+ * counter and wait on their children's counters, as in the persistent strategy.
  *
- * The product, exact to FP32: out[b, j] = sum_k e[b, k] exp(w[j, k]) with 3xTF32: each FP32
- * operand x = hi + lo, both TF32 (hi = x rounded to 10 mantissa bits, lo = the rest rounded
- * likewise), and out = a_lo b_hi + a_hi b_lo + a_hi b_hi accumulated in FP32 by
- * mma.m16n8k8.tf32 (the dropped a_lo b_lo is below 2^-22 of the product). e lies in [0, 1]
- * after the max shift and exp(w) in [0, 1], so no term over- or underflows.
+ * The product out[b, j] = sum_k e[b, k] exp(w[j, k]) runs as mma.m8n8k4.f64: FP64 products
+ * and sums, so it is exact to far below FP32 (only e, from an FP32 exp, and the FP32 log of
+ * the result round). A 3xTF32 product on the FP32 tensor cores was measured first: they sum
+ * with truncation, a bias of about 1e-7 per output that added up to 3e-5 nats over a chain
+ * of 300 groups (against 2e-6 for the FP32 paths), so it was dropped.
  *
- * Register layout of an item (lane = 4 g + t, g = 0..7, t = 0..3): the mma's rows are the
- * samples b0 + g and b0 + g + 8; the lane holds, of each 16-wide slice q of k, the four
- * adjacent k = 16 q + 4 t .. + 3. The mma's k index c of k-step 2 q + r maps to
- * k = 16 q + 4 (c % 4) + 2 r + c / 4, a permutation of the slice that lets every lane load its
- * inputs and its exp(w) as 16-byte words; A and B use the same map, so the sum is unchanged.
- * Outputs come back as (row g or g + 8, columns 2t, 2t + 1 of each 8-wide n-tile). */
+ * Register layout (lane = 4 g + t, g = 0..7, t = 0..3): the two 8-row mma tiles are samples
+ * b0 + g and b0 + 8 + g; the lane holds k = t KP / 4 .. (t + 1) KP / 4 - 1 of both rows, so
+ * the mma's k index t of k-step s stands for k = t KP / 4 + s (a permutation of k, the same
+ * for A and B, so the sum is unchanged), and every lane loads its inputs and exp(w) as 16-byte
+ * words. Outputs come back as (row g, columns 2t and 2t + 1 of each 8-wide n-tile). */
 #include "layers/cuda_circuit.cuh"
 
 #include <math.h>
@@ -29,27 +28,18 @@
 #define WARP_BLOCK 128 /* threads per block: four independent warps */
 #define WARP_ROWS 16   /* samples per item: the mma's M, and the counters' run */
 
-/* exp(w) of group g as the kernel reads it: [g][j][k / 4][hi[4], lo[4]] for j, k < KP, zero
- * outside K x K (a padded j has no output, a padded k no input). */
-static size_t warp_w_floats(int G, int KP) { return (size_t)G * KP * KP * 2; }
+/* exp(w) of group g as the kernel reads it: FP64 [g][j][k] for j, k < KP, zero outside K x K
+ * (a padded j has no output, a padded k no input). */
+static size_t warp_w_bytes(int G, int KP) { return (size_t)G * KP * KP * sizeof(double); }
 
 static int warp_kp(int K) { return K <= 16 ? 16 : K <= 32 ? 32 : 64; }
 
-/* x rounded to TF32 (10 mantissa bits, to nearest), as the bits the mma reads. */
-static __device__ __forceinline__ uint32_t warp_tf32(float x) {
-    uint32_t r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-    return r;
-}
-
-/* d += a b for one 16 x 8 x 8 TF32 tile (row-major A, column-major B, FP32 accumulate). */
-static __device__ __forceinline__ void warp_mma(float (&d)[4], uint32_t a0, uint32_t a1,
-                                                uint32_t a2, uint32_t a3, uint32_t b0,
-                                                uint32_t b1) {
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
-        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+/* d += a b for one 8 x 8 x 4 FP64 tile: each lane gives A[g][t] and B[t][g] and holds
+ * D[g][2t], D[g][2t + 1]. */
+static __device__ __forceinline__ void warp_dmma(double (&d)[2], double a, double b) {
+    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
+        : "+d"(d[0]), "+d"(d[1])
+        : "d"(a), "d"(b));
 }
 
 /* Four floats at p[k .. k + 3] (0 where k + i >= K). V4: K % 4 == 0, so p + k is 16-byte
@@ -87,9 +77,9 @@ static __device__ __forceinline__ void warp_wait(const pc_gpu_args &a, const pc_
 
 template <int KP, bool V4>
 static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) {
-    constexpr int NQ = KP / 16; /* 16-wide slices of k */
+    constexpr int NQ = KP / 16; /* the lane's KP / 4 values of k per row, as NQ groups of 4 */
     constexpr int NT = KP / 8;  /* 8-wide n-tiles of outputs */
-    const int g8 = lane >> 2, t4 = lane & 3, K = a.K;
+    const int g8 = lane >> 2, t4 = lane & 3, K = a.K, k0 = t4 * (KP / 4);
     const pc_gpu_group g = a.groups[gi];
     const bool root = g.slot < 0;
     const int64_t b0 = (int64_t)t * WARP_ROWS;
@@ -98,7 +88,7 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) 
     const int64_t rr[2] = {ok[0] ? r[0] : b0, ok[1] ? r[1] : b0}; /* rows past n read b0 */
     warp_wait(a, g, t, lane);
 
-    /* 1. p[row][q][i] = sum of the sources at k = 16 q + 4 t + i, in FP64, RA rows at once
+    /* 1. p[row][q][i] = sum of the sources at k = k0 + 4 q + i, in FP64, RA rows at once
      *    (their loads travel together; at K = 64 the FP64 sums of both rows would take 64
      *    registers, so one at a time); O = sum of the children's offsets (every lane, for its
      *    rows). 2. e = p (+ root_logw at the root) in FP32, -inf past K and past n. */
@@ -125,7 +115,7 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) 
                 const float *rel = a.rel + (slot * a.chunk + rr[h0 + h]) * K;
 #pragma unroll
                 for (int q = 0; q < NQ; q++)
-                    warp_load4<V4, true>(rel, 16 * q + 4 * t4, K, v[h][q]);
+                    warp_load4<V4, true>(rel, k0 + 4 * q, K, v[h][q]);
                 oh[h] += __ldcg(a.off + slot * a.chunk + rr[h0 + h]);
             }
 #pragma unroll
@@ -145,7 +135,7 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) 
                 const float *row = a.input + ((size_t)v * (a.C + 1) + code) * K;
 #pragma unroll
                 for (int q = 0; q < NQ; q++)
-                    warp_load4<V4, false>(row, 16 * q + 4 * t4, K, w[h][q]);
+                    warp_load4<V4, false>(row, k0 + 4 * q, K, w[h][q]);
             }
 #pragma unroll
             for (int h = 0; h < RA; h++)
@@ -161,7 +151,7 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) 
             for (int q = 0; q < NQ; q++)
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
-                    const int k = 16 * q + 4 * t4 + i;
+                    const int k = k0 + 4 * q + i;
                     double x = p[h][q][i];
                     if (root && k < K) x += __ldg(a.root_logw + k);
                     e[h0 + h][q][i] = ok[h0 + h] && k < K ? (float)x : -INFINITY;
@@ -204,76 +194,44 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) 
         return;
     }
 
-    /* 4. acc[n-tile] = e exp(w)^T on the tensor cores, 3xTF32. The tensor cores round their
-     *    FP32 sums toward zero, a bias of up to an ulp per accumulation that a running sum
-     *    over all of k would collect K / 8 times per product (measured: 1.5e-5 nats too low
-     *    over a chain of 300 groups at K = 16); so each 16-wide slice of k is summed into a
-     *    fresh tile and added to acc with an FP32 add that rounds to nearest. */
-    float acc[NT][4];
+    /* 4.-5. Per n-tile of 8 outputs: acc = e exp(w)^T in FP64 on the tensor cores (the lane's
+     *    exp(w)[8 n + g][k0 .. k0 + KP / 4) as 16-byte words), then rel = log acc at (row g or
+     *    g + 8, j = 8 n + 2 t and + 1); off = O + m. */
+    double ed[2][KP / 4];
 #pragma unroll
-    for (int n = 0; n < NT; n++)
+    for (int h = 0; h < 2; h++)
 #pragma unroll
-        for (int i = 0; i < 4; i++) acc[n][i] = 0.0f;
-    const float4 *w4 = reinterpret_cast<const float4 *>(a.wtc) + (size_t)gi * KP * (KP / 4) * 2;
+        for (int q = 0; q < NQ; q++)
 #pragma unroll
-    for (int q = 0; q < NQ; q++) {
-        /* A of k-steps 2q (s = 0) and 2q + 1 (s = 1): (row g, c = t) = e[0][q][2s],
-         * (row g + 8, c = t) = e[1][q][2s], (row g, c = t + 4) = e[0][q][2s + 1], ... */
-        uint32_t ahi[2][4], alo[2][4];
+            for (int i = 0; i < 4; i++) ed[h][4 * q + i] = (double)e[h][q][i];
+    const double *wg = a.wd + (size_t)gi * KP * KP + k0;
+    float *out[2] = {a.rel + ((size_t)g.slot * a.chunk + r[0]) * K,
+                     a.rel + ((size_t)g.slot * a.chunk + r[1]) * K};
+#pragma unroll(KP == 64 ? 2 : NT)
+    for (int n = 0; n < NT; n++) {
+        const double2 *w2 = reinterpret_cast<const double2 *>(wg + (size_t)(8 * n + g8) * KP);
+        double acc[2][2] = {{0.0, 0.0}, {0.0, 0.0}};
 #pragma unroll
-        for (int s = 0; s < 2; s++) {
-            const float x[4] = {e[0][q][2 * s], e[1][q][2 * s], e[0][q][2 * s + 1],
-                                e[1][q][2 * s + 1]};
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                ahi[s][i] = warp_tf32(x[i]);
-                alo[s][i] = warp_tf32(x[i] - __uint_as_float(ahi[s][i]));
-            }
+        for (int s2 = 0; s2 < KP / 8; s2++) {
+            const double2 w = __ldg(w2 + s2);
+            warp_dmma(acc[0], ed[0][2 * s2], w.x);
+            warp_dmma(acc[1], ed[1][2 * s2], w.x);
+            warp_dmma(acc[0], ed[0][2 * s2 + 1], w.y);
+            warp_dmma(acc[1], ed[1][2 * s2 + 1], w.y);
         }
+        const int j = 8 * n + 2 * t4;
 #pragma unroll
-        for (int n = 0; n < NT; n++) {
-#ifdef WARP_PLAIN_ACC
-            float(&d)[4] = acc[n];
-#else
-            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#endif
-            /* B (k = c, output j = 8 n + g): exp(w)[j][16 q + 4 t .. + 3], hi and lo. */
-            const float4 *src = w4 + ((size_t)(8 * n + g8) * (KP / 4) + 4 * q + t4) * 2;
-            const float4 hi = __ldg(src), lo = __ldg(src + 1);
-            const uint32_t bh[4] = {__float_as_uint(hi.x), __float_as_uint(hi.y),
-                                    __float_as_uint(hi.z), __float_as_uint(hi.w)};
-            const uint32_t bl[4] = {__float_as_uint(lo.x), __float_as_uint(lo.y),
-                                    __float_as_uint(lo.z), __float_as_uint(lo.w)};
-#pragma unroll
-            for (int s = 0; s < 2; s++) {
-                const uint32_t *ah = ahi[s], *al = alo[s];
-                warp_mma(d, al[0], al[1], al[2], al[3], bh[2 * s], bh[2 * s + 1]);
-                warp_mma(d, ah[0], ah[1], ah[2], ah[3], bl[2 * s], bl[2 * s + 1]);
-                warp_mma(d, ah[0], ah[1], ah[2], ah[3], bh[2 * s], bh[2 * s + 1]);
-            }
-#ifndef WARP_PLAIN_ACC
-#pragma unroll
-            for (int i = 0; i < 4; i++) acc[n][i] += d[i];
-#endif
+        for (int h = 0; h < 2; h++) {
+            const float v0 = pc_gpu_log((float)acc[h][0]), v1 = pc_gpu_log((float)acc[h][1]);
+            if (ok[h] && j < K) out[h][j] = v0;
+            if (ok[h] && j + 1 < K) out[h][j + 1] = v1;
         }
     }
-
-    /* 5. rel = log acc at (row g or g + 8, j = 8 n + 2 t, + 1); off = O + m. */
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
-        if (!ok[h]) continue;
-        float *out = a.rel + ((size_t)g.slot * a.chunk + r[h]) * K;
-#pragma unroll
-        for (int n = 0; n < NT; n++) {
-            const int j = 8 * n + 2 * t4;
-            const float v0 = pc_gpu_log(acc[n][2 * h]), v1 = pc_gpu_log(acc[n][2 * h + 1]);
-            if (j < K) out[j] = v0;
-            if (j + 1 < K) out[j + 1] = v1;
-        }
-        if (t4 == 0)
+    for (int h = 0; h < 2; h++)
+        if (ok[h] && t4 == 0)
             a.off[(size_t)g.slot * a.chunk + r[h]] =
                 m[h] == -INFINITY ? -INFINITY : o[h] + (double)m[h];
-    }
     /* Publish: every lane's stores, then one release of the counter. */
     __syncwarp();
     if (lane == 0) {
@@ -285,7 +243,7 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) 
 /* The persistent loop of one warp: items (group-major, evaluation order) until none is left;
  * the next item is fetched while this one runs. */
 template <int KP, bool V4>
-static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 6 : 8)
+static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 5 : 8)
     warp_kernel(pc_gpu_args a, int total) {
     const int lane = threadIdx.x & 31;
     int item = 0;
@@ -321,38 +279,24 @@ fail:
     return st;
 }
 
-static __host__ float warp_host_tf32(float x) {
-    uint32_t b;
-    memcpy(&b, &x, 4);
-    b = (b + 0x0fffu + ((b >> 13) & 1u)) & 0xffffe000u; /* to nearest, ties to even */
-    float r;
-    memcpy(&r, &b, 4);
-    return r;
-}
-
-/* exp(trans_logw) per group split into TF32 hi and lo, in the kernel's layout. */
+/* exp(trans_logw) per group in FP64, in the kernel's layout. */
 static pc_status warp_upload(pc_gpu_state *s) {
     pc_status st = PC_OK;
     const pc_circuit *c = s->circuit;
     const int K = s->K, KP = warp_kp(K);
-    const size_t nf = warp_w_floats(s->G, KP);
-    float *h = (float *)calloc(nf, sizeof(float));
+    const size_t bytes = warp_w_bytes(s->G, KP);
+    double *h = (double *)calloc(bytes / sizeof(double), sizeof(double));
     if (!h) return pc_fail(PC_ERR_NOMEM, "GPU upload: out of host memory for weights");
     for (int g = 0; g < s->G; g++) {
         const int32_t tr = c->group_trans[g];
         if (tr < 0) continue;
         const double *w = c->trans_logw + (size_t)tr * K * K;
         for (int j = 0; j < K; j++)
-            for (int k = 0; k < K; k++) {
-                const float x = (float)exp(w[(size_t)j * K + k]);
-                const float hi = warp_host_tf32(x), lo = warp_host_tf32(x - hi);
-                float *dst = h + (((size_t)g * KP + j) * (KP / 4) + k / 4) * 8 + k % 4;
-                dst[0] = hi, dst[4] = lo;
-            }
+            for (int k = 0; k < K; k++)
+                h[((size_t)g * KP + j) * KP + k] = exp(w[(size_t)j * K + k]);
     }
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_wtc, nf * sizeof(float), "exp(trans_logw) hi/lo")))
-        goto fail;
-    PC_GPU_CHECK(cudaMemcpy(s->d_wtc, h, nf * sizeof(float), cudaMemcpyHostToDevice));
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_wd, bytes, "exp(trans_logw) in FP64"))) goto fail;
+    PC_GPU_CHECK(cudaMemcpy(s->d_wd, h, bytes, cudaMemcpyHostToDevice));
 fail:
     free(h);
     return st;
@@ -360,12 +304,12 @@ fail:
 
 static size_t warp_extra_bytes(const pc_gpu_state *s, int64_t chunk) {
     (void)chunk;
-    return warp_w_floats(s->G, warp_kp(s->K)) * sizeof(float);
+    return warp_w_bytes(s->G, warp_kp(s->K));
 }
 
 static void warp_free(pc_gpu_state *s) {
-    pc_gpu_release(s, s->d_wtc, warp_w_floats(s->G, warp_kp(s->K)) * sizeof(float));
-    s->d_wtc = NULL;
+    pc_gpu_release(s, s->d_wd, warp_w_bytes(s->G, warp_kp(s->K)));
+    s->d_wd = NULL;
 }
 
 extern "C" pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args *a,
