@@ -102,26 +102,23 @@ static void time_k(FILE *js, int *first, const int32_t *parent, const pc_data *t
         {"int", PC_BACKEND_INT, &pc_backend_int_ops},
         {"gemm", PC_BACKEND_GEMM, &pc_backend_gemm_ops},
     };
-    int fuse_is_persistent = 0;
     for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; vi++) {
         const variant *v = &variants[vi];
         pc_eval_opts opts = {v->backend, maxb, 0};
         void *st = NULL;
         if (only && !in_list(only, v->label)) continue;
-        if (v->ops == &pc_backend_fuse_persistent_ops && fuse_is_persistent) continue;
-        if (v->ops == &pc_backend_fuse_tile_ops && !fuse_is_persistent) continue;
+        /* Above K = 64 fuse is the persistent strategy: no second timing of it. */
+        if (v->ops == &pc_backend_fuse_persistent_ops && K > 64) continue;
         const pc_status cs = v->ops->create(c, &opts, &st);
         if (cs == PC_ERR_UNSUPPORTED &&
             (v->ops == &pc_backend_fuse_tile_ops || v->ops == &pc_backend_fuse_warp_ops))
             continue; /* K */
         if (cs != PC_OK) die(v->label);
-        if (v->ops == &pc_backend_fuse_ops)
-            fuse_is_persistent = !strcmp(pc_gpu_strategy(st), "persistent");
         for (int i = 0; i < nb; i++) {
-            const char *strategy = pc_gpu_strategy(st);
             double ms = 0.0;
             const int r = v->backend == PC_BACKEND_INT && K >= 128 ? (reps + 3) / 4 : reps;
             if (pc_gpu_time_forward(st, batches[i], 3, r, 7, &ms) != PC_OK) die("time_forward");
+            const char *strategy = pc_gpu_strategy(st); /* fuse's, for this batch */
             const double flop = 2.0 * (double)sum_params(c) * batches[i];
             const size_t peak = v->ops->peak_device_bytes(st);
             fprintf(stderr, "  %-15s (%s) K=%-4d b=%-5d %9.4f ms  %7.2f TFLOP/s  peak %.1f MiB\n",

@@ -44,8 +44,8 @@ def main():
     print("| backend | strategy | K | batch | ms | PyJuice ms | speed-up | TFLOP/s | % FP32 peak | "
           "compute floor ms | read floor ms | bound | peak MiB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    styles = (("fuse", "o-"), ("fuse-persistent", "o:"), ("fuse-tile", "o--"), ("gemm", "s-"),
-              ("int", "^-"))
+    styles = (("fuse", "o-"), ("fuse-persistent", "o:"), ("fuse-tile", "o--"),
+              ("fuse-warp", "o-."), ("gemm", "s-"), ("int", "^-"))
     for ax, b in zip(axes[0], batches):
         for be, style in styles:
             pts = sorted((r["K"], r) for r in timing if r["batch"] == b and r["backend"] == be)

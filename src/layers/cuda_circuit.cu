@@ -235,7 +235,7 @@ void pc_gpu_fill_args(const pc_gpu_state *s, int64_t n, int buf, int has_missing
     memset(a, 0, sizeof(*a));
     a->groups = s->d_groups, a->vars = s->d_vars, a->children = s->d_children;
     a->child_slot = s->d_child_slot, a->input = s->d_input, a->wexp = s->d_wexp;
-    a->wd = s->d_wd;
+    a->wf = s->d_wf;
     a->wq = s->d_wq, a->table = s->d_table, a->root_logw = s->d_root_logw;
     a->x = s->d_x[buf], a->missing = has_missing ? s->d_missing[buf] : NULL;
     a->off = s->d_off, a->rel = s->d_rel, a->logp = s->d_logp[buf];

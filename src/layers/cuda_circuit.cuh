@@ -63,7 +63,7 @@ typedef struct pc_gpu_args {
     const int32_t *child_slot;  /* [G - 1] their slots */
     const float *input;         /* [V][C + 1][K]; row C is the marginal (missing value) */
     const float *wexp;          /* [G][K][K] exp(trans_logw[t_g, j, k]) at [g][k][j] (fuse, gemm) */
-    const double *wd;           /* [G][KP][KP] exp(trans_logw) at [g][j][k] in FP64 (fuse warp) */
+    const float *wf;            /* [G][KP][KP] exp(trans_logw) at [g][j][k], KP >= K (fuse warp) */
     const int32_t *wq;          /* [G][K][K] Q16.16 base-2 trans_logw at [g][k][j] (int) */
     const int32_t *table;       /* [PC_INT_TABLE_LEN] IntLSE correction table (int) */
     const double *root_logw;    /* [K] */
@@ -124,13 +124,15 @@ struct pc_gpu_state {
     int32_t grid_large;    /* fuse persistent: from FUSE_LARGE_N samples */
     int32_t sms;
     int tile_ok;           /* fuse: runs the tile strategy (K <= 32 and the circuit fits) */
+    int warp_ok;           /* fuse: can run the warp strategy (K <= PC_GPU_WARP_MAX_K) */
+    int32_t grid_warp;     /* fuse warp strategy: resident blocks */
+    const char *last_strategy; /* fuse: the strategy of the last forward pass queued */
     /* host copies of the plan */
     pc_gpu_group *h_groups;
     /* device */
     pc_gpu_group *d_groups;
     int32_t *d_vars, *d_children, *d_child_slot;
-    float *d_input, *d_wexp;
-    double *d_wd;
+    float *d_input, *d_wexp, *d_wf;
     int32_t *d_wq, *d_table;
     double *d_root_logw;
     double *d_off;
@@ -184,6 +186,14 @@ pc_status pc_gpu_reset_counters(const pc_gpu_args *a, cudaStream_t stream);
 extern const pc_gpu_impl pc_gpu_fuse_persistent_impl;
 extern const pc_gpu_impl pc_gpu_fuse_tile_impl;
 extern const pc_gpu_impl pc_gpu_fuse_warp_impl;
+/* The warp strategy's parts (cuda_fuse_warp.cu), for fuse's choosing strategy: its grid, its
+ * weights (uploaded, counted and released), one forward pass queued. */
+#define PC_GPU_WARP_MAX_K 64
+pc_status pc_gpu_fuse_warp_prepare(pc_gpu_state *s);
+pc_status pc_gpu_fuse_warp_upload(pc_gpu_state *s);
+size_t pc_gpu_fuse_warp_bytes(const pc_gpu_state *s, int64_t chunk);
+void pc_gpu_fuse_warp_release(pc_gpu_state *s);
+pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream);
 /* Whether the tile strategy can take the circuit (K and the shared memory its codes need). */
 int pc_gpu_fuse_tile_fits(const pc_circuit *circuit);
 /* The tile strategy's parts, for fuse's choosing strategy: kernel limits set once, and one

@@ -21,7 +21,8 @@ pc_status pc_gpu_time_forward(void *state, int64_t n, int warmup, int reps, uint
 /* Samples per forward pass the evaluator was sized for (its internal batch). */
 int64_t pc_gpu_chunk(const void *state);
 
-/* How the backend schedules a forward pass: "tile", "persistent" or "layered". */
+/* How the backend scheduled its last forward pass ("tile", "warp", "persistent" or "layered";
+ * fuse picks per batch size, so before any pass it names its choice for small batches). */
 const char *pc_gpu_strategy(const void *state);
 
 #ifdef __cplusplus

@@ -385,33 +385,64 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
     PC_BACKEND_FUSE, "persistent",     NULL,             fuse_configure, pc_gpu_upload_wexp,
     fuse_enqueue,    NULL,             NULL,             NULL};
 
-/* fuse's own choice: the tile strategy (no waits between blocks) up to K = 32, else the
- * persistent kernel. Measured on the H200 (MNIST tree): at K = 32 tile 0.210 ms against
- * persistent 0.424 at batch 512 and 1.137 against 1.140 at 4096; at K = 64 persistent 0.546
- * ms against tile 0.656 at batch 512 and 2.13 against 3.35 at 4096. */
+/* fuse's own choice, per forward pass of n samples:
+ *   - the warp strategy (cuda_fuse_warp.cu) for K <= FUSE_WARP_MAX_K from FUSE_WARP_MIN_N
+ *     samples: enough warp items to fill the GPU, each without a barrier;
+ *   - else the tile strategy (no waits between blocks) up to K = 32;
+ *   - else the persistent kernel.
+ * Measured on the H200 (MNIST tree): at batch 4096, K = 32, warp 0.664 ms against tile 1.092
+ * (K = 16: 0.412 against 0.447); at batch 512 the warp items' latency on the tree's thin top
+ * loses (K = 16: 0.223 against tile 0.138; K = 64: 0.80 against persistent 0.535). At K = 64
+ * persistent takes 0.535 ms against tile 0.656 at batch 512 and 1.92 against 3.35 at 4096. */
 #define FUSE_TILE_MAX_K 32
+#ifndef FUSE_WARP_MAX_K
+#define FUSE_WARP_MAX_K 32
+#endif
+#ifndef FUSE_WARP_MIN_N
+#define FUSE_WARP_MIN_N 2048
+#endif
 
 static const char *choose_strategy(const pc_gpu_state *s) {
-    return s->tile_ok ? "tile" : "persistent";
+    return s->last_strategy ? s->last_strategy : s->tile_ok ? "tile" : "persistent";
 }
 
-/* The persistent kernel's tiles and buffers, plus the tile kernels' limits where they fit. */
+/* The persistent kernel's tiles and buffers, plus the tile and warp kernels' where they fit. */
 static pc_status choose_configure(pc_gpu_state *s) {
     pc_status st = fuse_configure(s);
     if (st == PC_OK && s->K <= FUSE_TILE_MAX_K && pc_gpu_fuse_tile_fits(s->circuit)) {
         if ((st = pc_gpu_fuse_tile_prepare(s))) return st;
         s->tile_ok = 1;
     }
+    if (st == PC_OK && s->K <= FUSE_WARP_MAX_K) {
+        if ((st = pc_gpu_fuse_warp_prepare(s))) return st;
+        s->warp_ok = 1;
+    }
     return st;
 }
 
+static pc_status choose_upload(pc_gpu_state *s) {
+    pc_status st = pc_gpu_upload_wexp(s);
+    if (st == PC_OK && s->warp_ok) st = pc_gpu_fuse_warp_upload(s);
+    return st;
+}
+
+static size_t choose_extra_bytes(const pc_gpu_state *s, int64_t chunk) {
+    return s->warp_ok ? pc_gpu_fuse_warp_bytes(s, chunk) : 0;
+}
+
 static pc_status choose_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {
+    if (s->warp_ok && a->n >= FUSE_WARP_MIN_N) {
+        s->last_strategy = "warp";
+        return pc_gpu_fuse_warp_enqueue(s, a, stream);
+    }
+    s->last_strategy = s->tile_ok ? "tile" : "persistent";
     return s->tile_ok ? pc_gpu_fuse_tile_enqueue(s, a, stream) : fuse_enqueue(s, a, stream);
 }
 
 static const pc_gpu_impl fuse_choose_impl = {
-    PC_BACKEND_FUSE, NULL,             choose_strategy,  choose_configure, pc_gpu_upload_wexp,
-    choose_enqueue,  NULL,             NULL,             NULL};
+    PC_BACKEND_FUSE, NULL,           choose_strategy,    choose_configure,
+    choose_upload,   choose_enqueue, choose_extra_bytes, NULL,
+    pc_gpu_fuse_warp_release};
 
 static pc_status fuse_create(const pc_circuit *c, const pc_eval_opts *o, void **state) {
     return pc_gpu_create(&fuse_choose_impl, c, o, state);
