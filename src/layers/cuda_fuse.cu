@@ -386,21 +386,21 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
     fuse_enqueue,    NULL,             NULL,             NULL};
 
 /* fuse's own choice, per forward pass of n samples:
- *   - the warp strategy (cuda_fuse_warp.cu) for K <= FUSE_WARP_MAX_K from FUSE_WARP_MIN_N
- *     samples: enough warp items to fill the GPU, each without a barrier;
+ *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 from fuse_warp_min_n(K) samples:
+ *     enough warp items to fill the GPU, each without a barrier;
  *   - else the tile strategy (no waits between blocks) up to K = 32;
  *   - else the persistent kernel.
- * Measured on the H200 (MNIST tree): at batch 4096, K = 32, warp 0.664 ms against tile 1.092
- * (K = 16: 0.412 against 0.447); at batch 512 the warp items' latency on the tree's thin top
- * loses (K = 16: 0.223 against tile 0.138; K = 64: 0.80 against persistent 0.535). At K = 64
- * persistent takes 0.535 ms against tile 0.656 at batch 512 and 1.92 against 3.35 at 4096. */
+ * Measured on the H200 (MNIST tree), ms per forward pass at batch 512 / 1024 / 2048 / 4096:
+ *   K = 16: tile 0.137 / 0.171 / 0.291 / 0.450,  warp 0.223 / 0.243 / 0.301 / 0.390;
+ *   K = 32: tile 0.205 / 0.326 / 0.576 / 1.096,  warp 0.338 / 0.377 / 0.439 / 0.621;
+ *   K = 64: persistent 0.538 / 1.152 / 1.428 / 1.936, warp 0.684 / 0.753 / 0.921 / 1.416,
+ *           tile 0.682 / 1.051 / 1.819 / 3.450.
+ * At small batches the warp items' latency on the tree's thin top loses. */
 #define FUSE_TILE_MAX_K 32
-#ifndef FUSE_WARP_MAX_K
-#define FUSE_WARP_MAX_K 32
-#endif
-#ifndef FUSE_WARP_MIN_N
-#define FUSE_WARP_MIN_N 2048
-#endif
+#define FUSE_WARP_MAX_K PC_GPU_WARP_MAX_K
+
+/* Samples from which the warp strategy wins: where its items fill the GPU many times over. */
+static int64_t fuse_warp_min_n(int K) { return K <= 16 ? 4096 : K <= 32 ? 2048 : 1024; }
 
 static const char *choose_strategy(const pc_gpu_state *s) {
     return s->last_strategy ? s->last_strategy : s->tile_ok ? "tile" : "persistent";
@@ -431,7 +431,7 @@ static size_t choose_extra_bytes(const pc_gpu_state *s, int64_t chunk) {
 }
 
 static pc_status choose_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {
-    if (s->warp_ok && a->n >= FUSE_WARP_MIN_N) {
+    if (s->warp_ok && a->n >= fuse_warp_min_n(s->K)) {
         s->last_strategy = "warp";
         return pc_gpu_fuse_warp_enqueue(s, a, stream);
     }

@@ -25,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WARP_BLOCK 128 /* threads per block: four independent warps */
+#ifndef WARP_BLOCK
+#define WARP_BLOCK 128 /* threads per block: four warps */
+#endif
 #define WARP_ROWS 16   /* samples per item: the mma's M, and the counters' run */
 
 /* exp(w) of group g as the kernel reads it: FP32 [g][j][k] for j, k < KP, zero outside K x K
@@ -247,9 +249,29 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) 
 /* The persistent loop of one warp: items (group-major, evaluation order) until none is left;
  * the next item is fetched while this one runs. */
 template <int KP, bool V4>
-static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 5 : 8)
+static __global__ void __launch_bounds__(WARP_BLOCK,
+                                         (KP == 64 ? 16 : KP == 32 ? 20 : 32) / (WARP_BLOCK / 32))
     warp_kernel(pc_gpu_args a, int total) {
     const int lane = threadIdx.x & 31;
+#ifdef WARP_GANG
+    /* The block's warps take consecutive tiles of one group, so that the group's exp(w) comes
+     * from L2 once per block (then L1) instead of once per warp. */
+    __shared__ int s_item[2];
+    constexpr int W = WARP_BLOCK / 32;
+    const int warp = threadIdx.x >> 5, gangs = (a.tiles + W - 1) / W;
+    if (threadIdx.x == 0) s_item[0] = atomicAdd(a.queue, 1);
+    __syncthreads();
+    int item = s_item[0];
+    for (int it = 1; item < total; it ^= 1) {
+        int next = 0;
+        if (threadIdx.x == 0) next = atomicAdd(a.queue, 1);
+        const int t = (item % gangs) * W + warp;
+        if (t < a.tiles) warp_item<KP, V4>(a, item / gangs, t, lane);
+        if (threadIdx.x == 0) s_item[it] = next;
+        __syncthreads();
+        item = s_item[it];
+    }
+#else
     int item = 0;
     if (lane == 0) item = atomicAdd(a.queue, 1);
     item = __shfl_sync(0xffffffffu, item, 0);
@@ -259,6 +281,7 @@ static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 5
         warp_item<KP, V4>(a, item / a.tiles, item % a.tiles, lane);
         item = __shfl_sync(0xffffffffu, next, 0);
     }
+#endif
 }
 
 typedef void (*warp_fn)(pc_gpu_args, int);
@@ -326,12 +349,20 @@ extern "C" void pc_gpu_fuse_warp_release(pc_gpu_state *s) {
 extern "C" pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args *a,
                                               cudaStream_t stream) {
     pc_status st = PC_OK;
+#ifdef WARP_GANG
+    const int64_t total = (int64_t)s->G * ((a->tiles + WARP_BLOCK / 32 - 1) / (WARP_BLOCK / 32));
+#else
     const int64_t total = (int64_t)s->G * a->tiles;
+#endif
     if (total > INT32_MAX)
         return pc_fail(PC_ERR_UNSUPPORTED,
                        "fuse warp strategy: %d groups make %lld work items for %d samples, more "
                        "than the queue counts (2^31 - 1)", s->G, (long long)total, a->n);
+#ifdef WARP_GANG
+    const int blocks = (int)total;
+#else
     const int blocks = (int)((total + WARP_BLOCK / 32 - 1) / (WARP_BLOCK / 32));
+#endif
     const int grid = blocks < s->grid_warp ? blocks : s->grid_warp;
     if ((st = pc_gpu_reset_counters(a, stream))) return st;
     warp_pick(s->K)<<<grid, WARP_BLOCK, 0, stream>>>(*a, (int)total);
