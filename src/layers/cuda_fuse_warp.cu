@@ -77,8 +77,24 @@ static __device__ __forceinline__ void warp_wait(const pc_gpu_args &a, const pc_
     __syncwarp();
 }
 
+/* The block copies one group's exp(w) ([KP][KP], 16-byte aligned) into ws[KP][KP + 4] with
+ * cp.async (rows 16 bytes apart in the banks, so the lanes' 16-byte reads of 8 rows do not
+ * collide); the caller waits for it before reading. */
+template <int KP>
+static __device__ __forceinline__ void warp_stage_w(const float *w, float *ws) {
+    for (int i = threadIdx.x; i < KP * KP / 4; i += WARP_BLOCK) {
+        const int row = i / (KP / 4), c = 4 * (i % (KP / 4));
+        const unsigned d = (unsigned)__cvta_generic_to_shared(ws + row * (KP + 4) + c);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d),
+                     "l"(w + (size_t)row * KP + c)
+                     : "memory");
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
 template <int KP, bool V4>
-static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) {
+static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane, bool active,
+                                 float *ws) {
     constexpr int NQ = KP / 16; /* the lane's KP / 4 values of k per row, as NQ groups of 4 */
     constexpr int NT = KP / 8;  /* 8-wide n-tiles of outputs */
     const int g8 = lane >> 2, t4 = lane & 3, K = a.K, k0 = t4 * (KP / 4);
@@ -88,7 +104,10 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) 
     const int64_t r[2] = {b0 + g8, b0 + g8 + 8};
     const bool ok[2] = {r[0] < a.n, r[1] < a.n};
     const int64_t rr[2] = {ok[0] ? r[0] : b0, ok[1] ? r[1] : b0}; /* rows past n read b0 */
-    warp_wait(a, g, t, lane);
+#ifdef WARP_SMEM_W
+    if (!root) warp_stage_w<KP>(a.wf + (size_t)gi * KP * KP, ws);
+#endif
+    if (active) warp_wait(a, g, t, lane);
 
     /* 1. p[row][q][i] = sum of the sources at k = k0 + 4 q + i, in FP64, RA rows at once
      *    (their loads travel together; at K = 64 the FP64 sums of both rows would take 64
@@ -109,7 +128,7 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) 
 #pragma unroll
                 for (int i = 0; i < 4; i++) p[h][q][i] = 0.0;
         }
-        for (int ci = g.child_begin; ci < g.child_end; ci++) {
+        for (int ci = g.child_begin; ci < (active ? g.child_end : g.child_begin); ci++) {
             const size_t slot = (size_t)__ldg(a.child_slot + ci);
             float v[RA][NQ][4];
 #pragma unroll
@@ -127,7 +146,7 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) 
 #pragma unroll
                     for (int i = 0; i < 4; i++) p[h][q][i] += (double)v[h][q][i];
         }
-        for (int vi = g.var_begin; vi < g.var_end; vi++) {
+        for (int vi = g.var_begin; vi < (active ? g.var_end : g.var_begin); vi++) {
             const int v = __ldg(a.vars + vi);
             float w[RA][NQ][4];
 #pragma unroll
@@ -195,6 +214,13 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) 
         }
         return;
     }
+#ifdef WARP_SMEM_W
+    /* The gang's exp(w) has arrived in shared memory (every warp of the block gets here: the
+     * group, so whether it is the root, is the gang's). */
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    __syncthreads();
+#endif
+    if (!active) return;
 
     /* 4.-5. Per n-tile of 8 outputs: acc = e exp(w)^T in FP64 on the tensor cores (the lane's
      *    exp(w)[8 n + g][k0 .. k0 + KP / 4) as 16-byte words), then rel = log acc at (row g or
@@ -206,16 +232,26 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane) 
         for (int q = 0; q < NQ; q++)
 #pragma unroll
             for (int i = 0; i < 4; i++) ed[h][4 * q + i] = (double)e[h][q][i];
+#ifdef WARP_SMEM_W
+    const float *wg = ws + k0;
+    constexpr int LDW = KP + 4;
+#else
     const float *wg = a.wf + (size_t)gi * KP * KP + k0;
+    constexpr int LDW = KP;
+#endif
     float *out[2] = {a.rel + ((size_t)g.slot * a.chunk + r[0]) * K,
                      a.rel + ((size_t)g.slot * a.chunk + r[1]) * K};
 #pragma unroll(KP == 64 ? 2 : NT)
     for (int n = 0; n < NT; n++) {
-        const float4 *w4 = reinterpret_cast<const float4 *>(wg + (size_t)(8 * n + g8) * KP);
+        const float4 *w4 = reinterpret_cast<const float4 *>(wg + (size_t)(8 * n + g8) * LDW);
         double acc[2][2] = {{0.0, 0.0}, {0.0, 0.0}};
 #pragma unroll
         for (int s4 = 0; s4 < KP / 16; s4++) {
+#ifdef WARP_SMEM_W
+            const float4 w = w4[s4];
+#else
             const float4 w = __ldg(w4 + s4);
+#endif
             const double wv[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
             for (int i = 0; i < 4; i++) {
@@ -256,6 +292,9 @@ static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 5
      * 0.356 against 0.389 ms with every warp on its own item; 8-warp gangs were slower). One
      * barrier per gang; waits and counters stay per warp. */
     __shared__ int s_item[2];
+#ifdef WARP_SMEM_W
+    __shared__ __align__(16) float ws[KP * (KP + 4)];
+#endif
     constexpr int W = WARP_BLOCK / 32;
     const int warp = threadIdx.x >> 5, gangs = (a.tiles + W - 1) / W;
     if (threadIdx.x == 0) s_item[0] = atomicAdd(a.queue, 1);
@@ -267,7 +306,11 @@ static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 5
         int next = 0;
         if (threadIdx.x == 0) next = atomicAdd(a.queue, 1);
         const int t = (item % gangs) * W + warp;
-        if (t < a.tiles) warp_item<KP, V4>(a, item / gangs, t, lane);
+#ifdef WARP_SMEM_W
+        warp_item<KP, V4>(a, item / gangs, t, lane, t < a.tiles, ws);
+#else
+        if (t < a.tiles) warp_item<KP, V4>(a, item / gangs, t, lane, true, NULL);
+#endif
         if (threadIdx.x == 0) s_item[it] = next;
         __syncthreads();
         item = s_item[it];
