@@ -30,8 +30,8 @@
 
 /* exp(w) of group g as the kernel reads it: FP32 [g][j][k] for j, k < KP, zero outside K x K
  * (a padded j has no output, a padded k no input). FP32 as in the other fuse strategies: FP64
- * would double the bytes every item reads from L2 (measured: K = 32, batch 4096, 0.664 ms
- * with FP64 weights). */
+ * would double the bytes every gang reads from L2 (measured: K = 32, batch 4096, 0.664 ms
+ * with FP64 weights against 0.621 with FP32). */
 static size_t warp_w_bytes(int G, int KP) { return (size_t)G * KP * KP * sizeof(float); }
 
 static int warp_kp(int K) { return K <= 16 ? 16 : K <= 32 ? 32 : 64; } /* K <= 64 */
@@ -77,6 +77,11 @@ static __device__ __forceinline__ void warp_wait(const pc_gpu_args &a, const pc_
     __syncwarp();
 }
 
+/* Whether the gang takes its exp(w) from shared memory (K > 16: measured on the H200, K = 64,
+ * batch 4096: 1.31 against 1.41 ms through L1; K = 32 1.01-1.03x) or straight from L1
+ * (K <= 16, where the copy and its barrier cost more than they save: 0.97-0.99x). */
+template <int KP> static __host__ __device__ constexpr bool warp_smem_w() { return KP > 16; }
+
 /* The block copies one group's exp(w) ([KP][KP], 16-byte aligned) into ws[KP][KP + 4] with
  * cp.async (rows 16 bytes apart in the banks, so the lanes' 16-byte reads of 8 rows do not
  * collide); the caller waits for it before reading. */
@@ -92,6 +97,9 @@ static __device__ __forceinline__ void warp_stage_w(const float *w, float *ws) {
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
+/* One item: group gi, samples 16 t .. 16 t + 15, all K outputs, by one warp. Every warp of the
+ * block calls it for the gang when exp(w) goes through shared memory (the copy and its barrier
+ * are the block's); `active` is false for a warp whose tile lies past the batch. */
 template <int KP, bool V4>
 static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane, bool active,
                                  float *ws) {
@@ -104,9 +112,7 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane, 
     const int64_t r[2] = {b0 + g8, b0 + g8 + 8};
     const bool ok[2] = {r[0] < a.n, r[1] < a.n};
     const int64_t rr[2] = {ok[0] ? r[0] : b0, ok[1] ? r[1] : b0}; /* rows past n read b0 */
-#ifdef WARP_SMEM_W
-    if (!root) warp_stage_w<KP>(a.wf + (size_t)gi * KP * KP, ws);
-#endif
+    if (warp_smem_w<KP>() && !root) warp_stage_w<KP>(a.wf + (size_t)gi * KP * KP, ws);
     if (active) warp_wait(a, g, t, lane);
 
     /* 1. p[row][q][i] = sum of the sources at k = k0 + 4 q + i, in FP64, RA rows at once
@@ -214,12 +220,12 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane, 
         }
         return;
     }
-#ifdef WARP_SMEM_W
-    /* The gang's exp(w) has arrived in shared memory (every warp of the block gets here: the
-     * group, so whether it is the root, is the gang's). */
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
-    __syncthreads();
-#endif
+    if (warp_smem_w<KP>()) {
+        /* The gang's exp(w) has arrived in shared memory (every warp of the block gets here:
+         * the group, so whether it is the root, is the gang's). */
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        __syncthreads();
+    }
     if (!active) return;
 
     /* 4.-5. Per n-tile of 8 outputs: acc = e exp(w)^T in FP64 on the tensor cores (the lane's
@@ -232,13 +238,8 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane, 
         for (int q = 0; q < NQ; q++)
 #pragma unroll
             for (int i = 0; i < 4; i++) ed[h][4 * q + i] = (double)e[h][q][i];
-#ifdef WARP_SMEM_W
-    const float *wg = ws + k0;
-    constexpr int LDW = KP + 4;
-#else
-    const float *wg = a.wf + (size_t)gi * KP * KP + k0;
-    constexpr int LDW = KP;
-#endif
+    constexpr int LDW = warp_smem_w<KP>() ? KP + 4 : KP;
+    const float *wg = (warp_smem_w<KP>() ? ws : a.wf + (size_t)gi * KP * KP) + k0;
     float *out[2] = {a.rel + ((size_t)g.slot * a.chunk + r[0]) * K,
                      a.rel + ((size_t)g.slot * a.chunk + r[1]) * K};
 #pragma unroll(KP == 64 ? 2 : NT)
@@ -247,11 +248,7 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane, 
         double acc[2][2] = {{0.0, 0.0}, {0.0, 0.0}};
 #pragma unroll
         for (int s4 = 0; s4 < KP / 16; s4++) {
-#ifdef WARP_SMEM_W
-            const float4 w = w4[s4];
-#else
-            const float4 w = __ldg(w4 + s4);
-#endif
+            const float4 w = warp_smem_w<KP>() ? w4[s4] : __ldg(w4 + s4);
             const double wv[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
             for (int i = 0; i < 4; i++) {
@@ -292,9 +289,7 @@ static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 5
      * 0.356 against 0.389 ms with every warp on its own item; 8-warp gangs were slower). One
      * barrier per gang; waits and counters stay per warp. */
     __shared__ int s_item[2];
-#ifdef WARP_SMEM_W
-    __shared__ __align__(16) float ws[KP * (KP + 4)];
-#endif
+    __shared__ __align__(16) float ws[warp_smem_w<KP>() ? KP * (KP + 4) : 4];
     constexpr int W = WARP_BLOCK / 32;
     const int warp = threadIdx.x >> 5, gangs = (a.tiles + W - 1) / W;
     if (threadIdx.x == 0) s_item[0] = atomicAdd(a.queue, 1);
@@ -306,11 +301,8 @@ static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 5
         int next = 0;
         if (threadIdx.x == 0) next = atomicAdd(a.queue, 1);
         const int t = (item % gangs) * W + warp;
-#ifdef WARP_SMEM_W
-        warp_item<KP, V4>(a, item / gangs, t, lane, t < a.tiles, ws);
-#else
-        if (t < a.tiles) warp_item<KP, V4>(a, item / gangs, t, lane, true, NULL);
-#endif
+        if (warp_smem_w<KP>() || t < a.tiles)
+            warp_item<KP, V4>(a, item / gangs, t, lane, t < a.tiles, ws);
         if (threadIdx.x == 0) s_item[it] = next;
         __syncthreads();
         item = s_item[it];
