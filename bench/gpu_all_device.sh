@@ -1,6 +1,7 @@
 #!/bin/bash
-# One call on the GPU machine that checks every GPU part: a fresh build, the three GPU test
-# programs, the circuit benchmark at K = 16, 32, 64, 128, 256 and batches 512, 4096 (with the
+# One call on the GPU machine that checks every GPU part: a fresh build, the GPU test programs
+# (test_cuda_lse, test_logprob_cuda, test_cuda_eval, and test_gpu_log for the device log),
+# the circuit benchmark at K = 16, 32, 64, 128, 256 and batches 512, 4096 (with the
 # accuracy of fuse, int and gemm against ref on the MNIST test set for the shipped model and a
 # K = 64 model), then `pcinfer --kernel fuse models/mnist.h5 --compare ref` on the full test set.
 # Every step runs whatever the earlier ones did, under its own timeout; the summary printed last
@@ -47,14 +48,14 @@ note "configure: rc $rc ($(since))"
 cmake --build "$build" -j "$(nproc)" --target pc >> "$OUT/build.log" 2>&1
 note "build pc: rc $? ($(since))"
 # The program pcinfer is target pcinfer_program (the shared library holds the name pcinfer).
-for t in pcinfer_program test_cuda_lse test_logprob_cuda test_cuda_eval; do
+for t in pcinfer_program test_cuda_lse test_logprob_cuda test_cuda_eval test_gpu_log; do
     cmake --build "$build" -j "$(nproc)" --target "$t" >> "$OUT/build.log" 2>&1
     note "build $t: rc $? ($(since))"
 done
 
 # ---- GPU tests -------------------------------------------------------------------------------
 : > "$OUT/tests.log"
-for spec in test_cuda_lse:120 test_logprob_cuda:60 test_cuda_eval:150; do
+for spec in test_cuda_lse:120 test_logprob_cuda:60 test_cuda_eval:150 test_gpu_log:60; do
     t=${spec%%:*} limit=${spec##*:}
     echo "==== $t (timeout $limit s) ====" >> "$OUT/tests.log"
     if [ -x "$build/$t" ]; then

@@ -1,7 +1,9 @@
 /* The GPU sum layers' log (src/layers/gpu_log.h), checked on the CPU against the C library's
  * log in FP64: random y over the whole positive float range (log-uniform), y near 1 and near
  * the mantissa split sqrt(2), powers of two, subnormals, and the special values. The bound is
- * 6e-8 nats plus the FP32 rounding of the result (|log y| 2^-24). */
+ * 6e-8 nats plus the FP32 rounding of the result (|log y| 2^-24). With a GPU, the device's own
+ * version (the special-function unit's log2 of the mantissa) is checked the same way, to 2e-7
+ * nats plus 2^-23 |log y|, subnormals giving -inf as under the kernels' flush-to-zero. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 
 #include "hclt_random.h"
 #include "layers/gpu_log.h"
+#include "pc/cuda.h"
 
 static double worst_excess = 0.0; /* largest error over its bound seen, as a fraction */
 
@@ -64,12 +67,46 @@ static void test_special_values(void **state) {
     assert_true(isnan(pc_gpu_log(NAN)));
 }
 
+/* The device's log on a fresh random set and every special case; outputs poisoned first. */
+static void test_device_log(void **state) {
+    (void)state;
+    if (!pc_cuda_available()) skip();
+    enum { N = 1 << 21 };
+    static float x[N], y[N];
+    int i = 0;
+    const float special[] = {0.0f, -0.0f, INFINITY, -1.0f, -INFINITY, NAN, 1e-40f, 1e-45f,
+                             1.0f, 1.17549435e-38f, 3.4028235e38f, 2.0f, 0.5f};
+    const int ns = (int)(sizeof special / sizeof special[0]);
+    for (; i < ns; i++) x[i] = special[i];
+    for (int e = -126; e <= 127; e++) x[i++] = ldexpf(1.0f, e);
+    while (i < N / 2) x[i++] = (float)exp2(uniform(-126.0, 127.9));
+    while (i < 3 * N / 4) x[i++] = (float)(1.0 + uniform(-0.01, 0.01));
+    while (i < N) x[i++] = (float)uniform(1e-6, 300.0);
+    for (int j = 0; j < N; j++) y[j] = 12345.0f;
+    if (pc_gpu_log_apply(x, y, N) != PC_OK) fail_msg("pc_gpu_log_apply: %s", pc_last_error());
+    assert_true(isinf(y[0]) && y[0] < 0 && isinf(y[1]) && y[1] < 0);
+    assert_true(isinf(y[2]) && y[2] > 0);
+    assert_true(isnan(y[3]) && isnan(y[4]) && isnan(y[5]));
+    assert_true(isinf(y[6]) && y[6] < 0 && isinf(y[7]) && y[7] < 0); /* subnormal: as 0 */
+    double worst = 0.0;
+    for (int j = 8; j < N; j++) {
+        const double want = log((double)x[j]), got = (double)y[j];
+        const double bound = 2e-7 + fabs(want) * 0x1p-23, err = fabs(got - want);
+        if (!(err <= bound))
+            fail_msg("device log(%.9g): got %.17g, want %.17g (error %.3g > %.3g)", x[j], got,
+                     want, err, bound);
+        worst = err / bound > worst ? err / bound : worst;
+    }
+    print_message("  device: worst error / bound: %.3f\n", worst);
+}
+
 int main(void) {
     fprintf(stderr, "seed %llu\n", (unsigned long long)pc_hr_seed());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_range),
         cmocka_unit_test(test_exact_points),
         cmocka_unit_test(test_special_values),
+        cmocka_unit_test(test_device_log),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,7 +31,7 @@ static const char usage_text[] =
     "                 runs cpu, with a notice)\n"
     "  --data FILE    IDX image file, plain or .gz; its width must equal the model's num_vars\n"
     "  --limit N      score only the first N images\n"
-    "  --batch N      images per evaluation call (default 1024)\n"
+    "  --batch N      images per evaluation call (default 16384 on a GPU, 1024 on the CPU)\n"
     "  --threads T    CPU threads (default: all cores)\n"
     "  --output FILE  write log p(x) per image, one per line, in data order\n"
     "  --compare ref  also run the FP64 reference and report mean and max |delta| in nats\n"
@@ -66,7 +66,7 @@ static int parse_count(const char *flag, const char *text, int64_t lo, int64_t *
 /* Returns 0, or 2 for a usage error (already reported), or -1 for --help. */
 static int parse_args(int argc, char **argv, args *a) {
     memset(a, 0, sizeof *a);
-    a->batch = 1024;
+    a->batch = 0; /* 0: batch_for() picks by kernel */
     a->limit = -1;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
@@ -116,10 +116,22 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Images per evaluation call: --batch, or by kernel. A GPU kernel takes large calls: the
+ * engine streams them in chunks and fuse picks its fastest strategy for large batches (H200,
+ * shipped model: 5.7 M images/s end to end at 16384 per call against 2.7 M at 1024); the CPU
+ * kernels' buffers grow with the batch. */
+#define PCINFER_GPU_BATCH 16384
+#define PCINFER_CPU_BATCH 1024
+static int64_t batch_for(const args *a, pc_backend backend) {
+    if (a->batch) return a->batch;
+    return pc_backend_is_gpu(backend) ? PCINFER_GPU_BATCH : PCINFER_CPU_BATCH;
+}
+
 /* Scores all n samples in batches; progress on stderr every few seconds of a long run. */
 static pc_status score_all(const pc_circuit *c, pc_backend backend, const args *a,
                            const pc_data *d, int64_t n, double *logp, double *seconds) {
-    pc_eval_opts opts = {backend, a->batch < n ? a->batch : n, a->threads};
+    const int64_t batch = batch_for(a, backend);
+    pc_eval_opts opts = {backend, batch < n ? batch : n, a->threads};
     pc_evaluator *e = NULL;
     pc_status st = pc_evaluator_create(c, &opts, &e);
     if (st != PC_OK) return st;
@@ -187,7 +199,7 @@ static void json_number(double v) {
 typedef struct results {
     const char *kernel, *data;
     char device[256]; /* "NVIDIA H200, ..." for GPU kernels, "CPU, T threads" otherwise */
-    int64_t n;
+    int64_t n, batch;
     double mean_ll, bpd, seconds, mean_delta, max_delta, ref_seconds;
     int compared, threads;
 } results;
@@ -201,7 +213,7 @@ static void print_results(const args *a, const pc_circuit *c, const results *r) 
         printf(", \"kernel\": \"%s\", \"images\": %lld, \"num_vars\": %d, \"num_latents\": %d, "
                "\"threads\": %d, \"batch\": %lld, \"device\": ",
                r->kernel, (long long)r->n, c->num_vars, c->num_latents, r->threads,
-               (long long)a->batch);
+               (long long)r->batch);
         json_string(r->device);
         printf(", \"mean_ll_nats\": ");
         json_number(r->mean_ll);
@@ -301,6 +313,7 @@ int main(int argc, char **argv) {
         goto done;
     }
     r.kernel = pc_backend_name(backend);
+    r.batch = batch_for(&a, backend);
     r.threads = a.threads > 0 ? a.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (!pc_backend_is_gpu(backend) || pc_cuda_describe(r.device, sizeof r.device) != PC_OK)
         snprintf(r.device, sizeof r.device, "CPU, %d threads", r.threads);

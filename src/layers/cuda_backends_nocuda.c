@@ -1,6 +1,7 @@
-/* The GPU backends (fuse, int, gemm) in a build without CUDA: creating one says so. Not
- * compiled when CUDA is on (src/layers/cuda_*.cu define these tables then). */
+/* The GPU backends (fuse, int, gemm) and the device log check in a build without CUDA: each says
+ * so. Not compiled when CUDA is on (src/layers/cuda_*.cu define them then). */
 #include "layers/backend.h"
+#include "layers/gpu_log.h"
 
 static pc_status no_cuda_create(const pc_circuit *circuit, const pc_eval_opts *opts, void **state) {
     (void)circuit, (void)opts, (void)state;
@@ -24,3 +25,8 @@ const pc_backend_ops pc_backend_gemm_ops = PC_NO_CUDA_OPS;
 const pc_backend_ops pc_backend_fuse_tile_ops = PC_NO_CUDA_OPS;
 const pc_backend_ops pc_backend_fuse_persistent_ops = PC_NO_CUDA_OPS;
 const pc_backend_ops pc_backend_fuse_warp_ops = PC_NO_CUDA_OPS;
+
+pc_status pc_gpu_log_apply(const float *x, float *y, int64_t n) {
+    (void)x, (void)y, (void)n;
+    return pc_fail(PC_ERR_UNSUPPORTED, "pc_gpu_log_apply: this build has no CUDA support");
+}

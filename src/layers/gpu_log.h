@@ -17,6 +17,18 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "pc/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* y[i] = the GPU's pc_gpu_log(x[i]) for n values in host memory (src/layers/cuda_log.cu), for
+ * tests; PC_ERR_UNSUPPORTED in a build without CUDA. */
+pc_status pc_gpu_log_apply(const float *x, float *y, int64_t n);
+#ifdef __cplusplus
+}
+#endif
+
 #ifdef __CUDACC__
 #define PC_GPU_LOG_FN static __host__ __device__ __forceinline__
 #else
