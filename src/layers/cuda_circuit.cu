@@ -257,6 +257,7 @@ static pc_status get_graph(pc_gpu_state *s, int64_t n, int buf, int has_missing,
         pc_gpu_graph *g = &s->graphs[i];
         if (g->exec && g->n == n && g->buf == buf && g->has_missing == has_missing) {
             g->used = ++s->graph_clock;
+            if (g->strategy) s->last_strategy = g->strategy;
             *exec = g->exec;
             return PC_OK;
         }
@@ -280,6 +281,7 @@ static pc_status get_graph(pc_gpu_state *s, int64_t n, int buf, int has_missing,
     PC_GPU_CHECK(cudaGraphInstantiate(&s->graphs[victim].exec, graph, 0));
     s->graphs[victim].n = n, s->graphs[victim].buf = buf;
     s->graphs[victim].has_missing = has_missing, s->graphs[victim].used = ++s->graph_clock;
+    s->graphs[victim].strategy = s->last_strategy;
     *exec = s->graphs[victim].exec;
 fail:
     if (graph) cudaGraphDestroy(graph);

@@ -109,6 +109,7 @@ typedef struct pc_gpu_impl {
 typedef struct pc_gpu_graph {
     int64_t n;
     int buf, has_missing, used;
+    const char *strategy; /* fuse: the strategy its enqueue chose (else NULL) */
     cudaGraphExec_t exec;
 } pc_gpu_graph;
 
@@ -126,7 +127,7 @@ struct pc_gpu_state {
     int tile_ok;           /* fuse: runs the tile strategy (K <= 32 and the circuit fits) */
     int warp_ok;           /* fuse: can run the warp strategy (K <= PC_GPU_WARP_MAX_K) */
     int32_t grid_warp;     /* fuse warp strategy: resident blocks */
-    const char *last_strategy; /* fuse: the strategy of the last forward pass queued */
+    const char *last_strategy; /* fuse: the strategy of the last forward pass run */
     /* host copies of the plan */
     pc_gpu_group *h_groups;
     /* device */
