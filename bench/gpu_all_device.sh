@@ -20,16 +20,7 @@ note() { echo "$*" | tee -a "$summary"; }
 T0=$(date +%s)
 since() { echo "$(( $(date +%s) - T0 )) s"; }
 
-# Debian's cmocka.pc names /usr/include and /usr/lib directly (no ${prefix}): rewrite those.
-if ls .device-deps/*.deb >/dev/null 2>&1; then
-    for f in .device-deps/*.deb; do dpkg -x "$f" /tmp/deps; done
-    sed -i 's#-I/usr/include#-I/tmp/deps/usr/include#; s#-L/usr/lib#-L/tmp/deps/usr/lib#' \
-        /tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig/cmocka.pc
-    export PKG_CONFIG_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig
-    export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
-export PATH=$PATH:/usr/local/cuda/bin
-if [ -d .devdata/mnist ]; then mkdir -p datasets/mnist && cp -n .devdata/mnist/* datasets/mnist/; fi
+. bench/device_env.sh
 
 {
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader

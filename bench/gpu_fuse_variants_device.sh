@@ -13,15 +13,7 @@ OUT=${OUT:-bench/results/gpu-variants}
 KS=${KS:-16,32,64,128,256}
 BATCHES=${BATCHES:-512,4096}
 mkdir -p "$OUT"
-if ls .device-deps/*.deb >/dev/null 2>&1; then
-    for f in .device-deps/*.deb; do dpkg -x "$f" /tmp/deps; done
-    sed -i 's#-I/usr/include#-I/tmp/deps/usr/include#; s#-L/usr/lib#-L/tmp/deps/usr/lib#' \
-        /tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig/cmocka.pc
-    export PKG_CONFIG_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig
-    export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
-export PATH=$PATH:/usr/local/cuda/bin
-if [ -d .devdata/mnist ]; then mkdir -p datasets/mnist && cp -n .devdata/mnist/* datasets/mnist/; fi
+. bench/device_env.sh
 : > "$OUT/tests.log"
 names=()
 for spec in "$@"; do

@@ -14,11 +14,7 @@ mem_s=${1:-170} race_s=${2:-120}
 only=()
 [ -n "${KERNELS:-}" ] && only=(--kernel-regex "kns=$KERNELS")
 mkdir -p "$OUT"
-for f in .device-deps/*.deb; do dpkg -x "$f" /tmp/deps; done
-sed -i 's#-I/usr/include#-I/tmp/deps/usr/include#; s#-L/usr/lib#-L/tmp/deps/usr/lib#' \
-    /tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig/cmocka.pc
-export PKG_CONFIG_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig
-export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu PATH=$PATH:/usr/local/cuda/bin
+. bench/device_env.sh
 build=build-sanitize-dev
 out=$(cd "$OUT" && pwd)
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=/tmp/deps/usr \
