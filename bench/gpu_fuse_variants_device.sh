@@ -5,7 +5,7 @@
 # K = 16 ... 256 and batches 512, 4096 on the MNIST structure (ONLY=fuse,fuse-warp,... picks
 # the benchmark's variants; KS and BATCHES the points).
 #   usage: OUT=DIR bench/gpu_fuse_variants_device.sh NAME=FLAGS [NAME=FLAGS ...]
-#   e.g.   OUT=/tmp/v bench/gpu_fuse_variants_device.sh base= fastlog=-DPC_LOG_MUFU
+#   e.g.   OUT=/tmp/v bench/gpu_fuse_variants_device.sh base= gain4=-DFUSE_WIDE_GAIN=4
 # Writes DIR/NAME.json per variant, DIR/tests.log and DIR/variants.md (one table, ms, and each
 # variant's ratio to the first). Needs .device-deps (cmocka) and .devdata/mnist carried.
 set -u
