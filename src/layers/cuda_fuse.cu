@@ -13,9 +13,11 @@
  * waves of items each layer would take either way (pc_gpu_split_layers).
  *
  * Per item: gather inputs and children's messages in FP64, shift by the per-sample max,
- * exponentiate once into shared memory es[K][BM], then a register-blocked FP32 product with
- * exp(w) (TM x TN outputs per thread, W streamed through two shared-memory buffers of KC rows),
- * one log per output. 256 threads per block.
+ * exponentiate once into shared memory es[K][BM], then the product with exp(w) (streamed
+ * through two shared-memory buffers of KC rows), one log per output. 256 threads per block.
+ * The product is register-blocked FP32 (TM x TN outputs per thread, fuse_shape), or for the
+ * wide items of 64 < K <= 128 below FUSE_LARGE_N samples on the FP64 tensor cores
+ * (fuse_mma_shape: exact sums, and a shorter item on the critical path of small batches).
  *
  * Counters. done[g][f] counts the outputs of group g finished for the f-th run of FUSE_FINE
  * samples; a reader waits until it reaches K for each run its samples cover, whatever the
@@ -47,16 +49,18 @@ static __device__ __forceinline__ void lds(float (&r)[N], const float *p) {
     }
 }
 
-/* An item shape: BM samples x BN outputs, TM x TN of them per thread, exp(w) in slices of KC
- * rows (two buffers: one is multiplied while the next arrives; each slice costs two barriers,
- * so small items take large slices).
+/* An item shape with the product on the CUDA cores: BM samples x BN outputs, TM x TN of them
+ * per thread, exp(w) in slices of KC rows (two buffers: one is multiplied while the next
+ * arrives; each slice costs two barriers, so small items take large slices).
  * A thread's TN outputs are TN / NV runs of NV = min(TN, 4) adjacent columns, the runs BN / (TN /
  * NV) apart: a warp's 32 lanes then read 32 adjacent 16-byte words of an exp(w) row (no bank
  * conflict), where 8 adjacent columns per lane would put two lanes of each quarter-warp on the
- * same banks. */
+ * same banks. es rows are LD floats apart, exp(w) slice rows LDW. */
 template <int BM_, int BN_, int TM_, int TN_, int KC_>
 struct fuse_shape {
+    static constexpr bool MMA = false;
     static constexpr int BM = BM_, BN = BN_, TM = TM_, TN = TN_, KC = KC_;
+    static constexpr int LD = BM + 4, LDW = BN;
     static constexpr int NV = TN < 4 ? TN : 4, RUN = BN / (TN / NV);
     /* Column (within the item) of output jj of thread tx. */
     static __device__ __forceinline__ int col(int tx, int jj) {
@@ -65,7 +69,30 @@ struct fuse_shape {
     static_assert((BM / TM) * (BN / TN) == FUSE_THREADS, "tile does not match the block");
     static_assert(BM % FUSE_FINE == 0, "items cover whole runs of the counters");
     static size_t smem(int K) {
-        return (size_t)K * pc_gpu_ld(BM) * 4 + 2 * (size_t)KC * BN * 4 + 2 * (size_t)BM * 8;
+        return (size_t)K * LD * 4 + 2 * (size_t)KC * LDW * 4 + 2 * (size_t)BM * 8;
+    }
+};
+
+/* An item shape with the product on the FP64 tensor cores (pc_gpu_dmma): the block's 8 warps
+ * in a WM x WN grid, each warp MT x NT tiles of 8 x 8 outputs. The mma's rows and columns are
+ * permuted so that a lane's operands lie side by side in shared memory: m-tile mt's row g is
+ * sample MT g + mt of the warp's rows, n-tile q NV + v's column c is output 8 NV q + NV c + v
+ * of the warp's columns (NV = min(NT, 4)); a lane then loads its MT inputs and NV exp(w) values
+ * of one k as one 8- or 16-byte word, and holds 2 NV adjacent outputs per (row, q).
+ * LD and LDW are 8 mod 16 floats: the four k rows of a quarter-warp's 16-byte loads (and a
+ * half-warp's 8-byte ones) then fall on different banks. */
+template <int BM_, int BN_, int MT_, int NT_, int KC_>
+struct fuse_mma_shape {
+    static constexpr bool MMA = true;
+    static constexpr int BM = BM_, BN = BN_, MT = MT_, NT = NT_, KC = KC_;
+    static constexpr int WN = BN / (8 * NT), WM = BM / (8 * MT);
+    static constexpr int NV = NT < 4 ? NT : 4;
+    static constexpr int LD = BM + 8, LDW = BN + 8;
+    static_assert(WM * WN * 32 == FUSE_THREADS, "tile does not match the block");
+    static_assert(BM % FUSE_FINE == 0, "items cover whole runs of the counters");
+    static_assert(BN % 8 == 0 && KC % 4 == 0 && MT <= 4 && NT % NV == 0, "mma tiling");
+    static size_t smem(int K) {
+        return (size_t)K * LD * 4 + 2 * (size_t)KC * LDW * 4 + 2 * (size_t)BM * 8;
     }
 };
 
@@ -84,18 +111,18 @@ static __device__ __forceinline__ void fuse_async_wait() {
 }
 
 /* Starts copying rows k0 .. k0 + KC - 1, columns j0 .. j0 + BN - 1 of the group's exp(w)
- * ([K][K], row k) into dst[KC][BN], zeros outside K x K. With K % 4 == 0 the rows are
+ * ([K][K], row k) into dst[KC][LDW], zeros outside K x K. With K % 4 == 0 the rows are
  * 16-byte aligned and travel as 16-byte cp.async copies (no registers, no wait here); else
  * element by element through registers. */
-template <int KC, int BN>
+template <int KC, int BN, int LDW>
 static __device__ __forceinline__ void fuse_load_w(const float *w, int K, int k0, int j0,
                                                    float *dst) {
     if (K % 4 == 0) {
         for (int v = threadIdx.x; v < KC * BN / 4; v += FUSE_THREADS) {
-            const int kk = v / (BN / 4), j = j0 + 4 * (v % (BN / 4));
+            const int kk = v / (BN / 4), jl = 4 * (v % (BN / 4)), j = j0 + jl;
             const bool in = k0 + kk < K && j < K;
             const float *src = in ? w + (size_t)(k0 + kk) * K + j : w;
-            const unsigned d = (unsigned)__cvta_generic_to_shared(dst + 4 * v);
+            const unsigned d = (unsigned)__cvta_generic_to_shared(dst + kk * LDW + jl);
             asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
                          "r"(in ? 16 : 0)
                          : "memory");
@@ -103,8 +130,8 @@ static __device__ __forceinline__ void fuse_load_w(const float *w, int K, int k0
         asm volatile("cp.async.commit_group;\n" ::: "memory");
     } else {
         for (int i = threadIdx.x; i < KC * BN; i += FUSE_THREADS) {
-            const int kk = i / BN, j = j0 + i % BN;
-            dst[i] = (k0 + kk < K && j < K) ? __ldg(w + (size_t)(k0 + kk) * K + j) : 0.0f;
+            const int kk = i / BN, jl = i % BN, j = j0 + jl;
+            dst[kk * LDW + jl] = (k0 + kk < K && j < K) ? __ldg(w + (size_t)(k0 + kk) * K + j) : 0.0f;
         }
     }
 }
@@ -112,58 +139,54 @@ static __device__ __forceinline__ void fuse_load_w(const float *w, int K, int k0
 /* Where an item's buffers lie in shared memory: es [K][ld], two exp(w) slices, m and O. */
 template <class S>
 static __device__ __forceinline__ float *fuse_ws(float *smem, int K) {
-    return smem + (size_t)K * pc_gpu_ld(S::BM);
+    return smem + (size_t)K * S::LD;
 }
 
-/* One item, its first exp(w) slice already on its way (fuse_run). Threads are (ty, tx) with tx
- * fastest; thread (ty, tx) owns samples ty*TM .. ty*TM+TM-1 and outputs j0 + S::col(tx, 0 ..
- * TN-1). */
-template <class S>
-static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_group &g, int t,
-                                 int jt, float *smem) {
-    constexpr int BM = S::BM, BN = S::BN, TM = S::TM, TN = S::TN, KC = S::KC;
-    const int K = a.K, ld = pc_gpu_ld(BM);
-    float *es = smem;
-    float *ws = fuse_ws<S>(smem, K);
-    double *m = reinterpret_cast<double *>(ws + 2 * KC * BN);
-    double *o = m + BM;
-    const int64_t b0 = (int64_t)t * BM;
-    const bool root = g.slot < 0;
-    pc_gpu_phase_a(a, g, b0, BM, root, false, es, m, o);
-    if (root) {
-        pc_gpu_root_out(a, b0, BM, es, m, o);
-        return;
-    }
-    const int tx = threadIdx.x % (BN / TN), ty = threadIdx.x / (BN / TN);
-    const int j0 = jt * BN;
-    const float *w = a.wexp + (size_t)gi * K * K;
-    float acc[TM][TN];
-#pragma unroll
-    for (int i = 0; i < TM; i++)
-#pragma unroll
-        for (int jj = 0; jj < TN; jj++) acc[i][jj] = 0.0f;
-    /* exp(w) in slices of KC rows, double-buffered: slice s + 1 is on its way (cp.async) while
-     * slice s is multiplied. */
-    const int slices = (K + KC - 1) / KC;
+/* The slices of exp(w) for one item, double-buffered: slice s + 1 is on its way (cp.async)
+ * while `body(cur, k0)` multiplies slice s (rows k0 .. k0 + KC - 1, at cur[KC][LDW]). The first
+ * slice was started by fuse_run. */
+template <class S, class F>
+static __device__ __forceinline__ void fuse_slices(const float *w, int K, int j0, float *ws,
+                                                   F body) {
+    const int slices = (K + S::KC - 1) / S::KC;
     for (int sl = 0; sl < slices; sl++) {
-        const float *cur = ws + (sl & 1) * KC * BN;
         if (sl + 1 < slices) {
-            fuse_load_w<KC, BN>(w, K, (sl + 1) * KC, j0, ws + ((sl + 1) & 1) * KC * BN);
+            fuse_load_w<S::KC, S::BN, S::LDW>(w, K, (sl + 1) * S::KC, j0,
+                                              ws + ((sl + 1) & 1) * S::KC * S::LDW);
             fuse_async_wait<1>();
         } else {
             fuse_async_wait<0>();
         }
         __syncthreads();
-        const int k0 = sl * KC;
-        const int kc = K - k0 < KC ? K - k0 : KC;
+        body(ws + (sl & 1) * S::KC * S::LDW, sl * S::KC);
+        __syncthreads();
+    }
+}
+
+/* The FP32 product of a fuse_shape item and its logs. Threads are (ty, tx) with tx fastest;
+ * thread (ty, tx) owns samples ty*TM .. ty*TM+TM-1 and outputs j0 + S::col(tx, 0 .. TN-1). */
+template <class S>
+static __device__ __forceinline__ void fuse_product_fp32(const pc_gpu_args &a, const float *w,
+                                                         int64_t b0, int j0, const float *es,
+                                                         float *ws, float *rel) {
+    constexpr int TM = S::TM, TN = S::TN;
+    const int K = a.K;
+    const int tx = threadIdx.x % (S::BN / TN), ty = threadIdx.x / (S::BN / TN);
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; i++)
+#pragma unroll
+        for (int jj = 0; jj < TN; jj++) acc[i][jj] = 0.0f;
+    fuse_slices<S>(w, K, j0, ws, [&](const float *cur, int k0) {
+        const int kc = K - k0 < S::KC ? K - k0 : S::KC;
 #pragma unroll 4
         for (int kk = 0; kk < kc; kk++) {
             float av[TM], wv[TN];
-            lds<TM>(av, es + (k0 + kk) * ld + ty * TM);
+            lds<TM>(av, es + (k0 + kk) * S::LD + ty * TM);
 #pragma unroll
             for (int r = 0; r < TN / S::NV; r++) {
                 float v[S::NV];
-                lds<S::NV>(v, cur + kk * BN + r * S::RUN + tx * S::NV);
+                lds<S::NV>(v, cur + kk * S::LDW + r * S::RUN + tx * S::NV);
 #pragma unroll
                 for (int q = 0; q < S::NV; q++) wv[r * S::NV + q] = v[q];
             }
@@ -172,19 +195,108 @@ static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_grou
 #pragma unroll
                 for (int jj = 0; jj < TN; jj++) acc[i][jj] = fmaf(av[i], wv[jj], acc[i][jj]);
         }
-        __syncthreads();
-    }
+    });
 #pragma unroll
     for (int i = 0; i < TM; i++) {
         const int64_t b = b0 + ty * TM + i;
         if (b >= a.n) continue;
-        float *out = a.rel + ((size_t)g.slot * a.chunk + b) * K;
+        float *out = rel + (size_t)b * K;
 #pragma unroll
         for (int jj = 0; jj < TN; jj++) {
             const int j = j0 + S::col(tx, jj);
             if (j < K) out[j] = pc_gpu_log(acc[i][jj]);
         }
     }
+}
+
+/* The FP64 tensor-core product of a fuse_mma_shape item and its logs: exact sums of the FP32
+ * operands' products, one FP32 log per output. Lane 4 g + t of warp (wm, wn) gives the mma
+ * the inputs of samples r0 + mt (r0 = 8 MT wm + MT g) and the exp(w) of outputs c0 + 8 NV q + v
+ * (c0 = 8 NT wn + NV g) at k = k0 + kk + t, for k-steps kk of 4. */
+template <class S>
+static __device__ __forceinline__ void fuse_product_mma(const pc_gpu_args &a, const float *w,
+                                                        int64_t b0, int j0, const float *es,
+                                                        float *ws, float *rel) {
+    constexpr int MT = S::MT, NT = S::NT, NV = S::NV;
+    const int K = a.K, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g8 = lane >> 2, t4 = lane & 3;
+    const int r0 = 8 * MT * (warp / S::WN) + MT * g8, c0 = 8 * NT * (warp % S::WN) + NV * g8;
+    double acc[MT][NT][2];
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int jj = 0; jj < NT; jj++) acc[i][jj][0] = acc[i][jj][1] = 0.0;
+    fuse_slices<S>(w, K, j0, ws, [&](const float *cur, int k0) {
+#pragma unroll
+        for (int kk = 0; kk < S::KC; kk += 4) {
+            /* es rows past K are not written: their k takes 0 (exp(w) there is 0 too). */
+            float av[MT], wv[NT];
+            if (k0 + kk + t4 < K) {
+                lds<MT>(av, es + (k0 + kk + t4) * S::LD + r0);
+            } else {
+#pragma unroll
+                for (int i = 0; i < MT; i++) av[i] = 0.0f;
+            }
+#pragma unroll
+            for (int q = 0; q < NT / NV; q++) {
+                float v[NV];
+                lds<NV>(v, cur + (kk + t4) * S::LDW + c0 + 8 * NV * q);
+#pragma unroll
+                for (int i = 0; i < NV; i++) wv[NV * q + i] = v[i];
+            }
+            double ad[MT], wd[NT];
+#pragma unroll
+            for (int i = 0; i < MT; i++) ad[i] = (double)av[i];
+#pragma unroll
+            for (int jj = 0; jj < NT; jj++) wd[jj] = (double)wv[jj];
+#pragma unroll
+            for (int i = 0; i < MT; i++)
+#pragma unroll
+                for (int jj = 0; jj < NT; jj++) pc_gpu_dmma(acc[i][jj], ad[i], wd[jj]);
+        }
+    });
+    /* acc[mt][NV q + v][h] is sample r0 + mt, output c0' + 8 NV q + NV (2 t + h) + v, where c0'
+     * is c0 with g -> 0: 2 NV adjacent outputs per (mt, q). */
+    const int cb = j0 + 8 * NT * (warp % S::WN) + 2 * NV * t4;
+#pragma unroll
+    for (int i = 0; i < MT; i++) {
+        const int64_t b = b0 + r0 + i;
+        if (b >= a.n) continue;
+        float *out = rel + (size_t)b * K;
+#pragma unroll
+        for (int q = 0; q < NT / NV; q++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+#pragma unroll
+                for (int v = 0; v < NV; v++) {
+                    const int j = cb + 8 * NV * q + NV * h + v;
+                    if (j < K) out[j] = pc_gpu_log((float)acc[i][NV * q + v][h]);
+                }
+    }
+}
+
+/* One item, its first exp(w) slice already on its way (fuse_run): phase A into es[K][LD],
+ * then the shape's product and logs, and the offsets O + m. */
+template <class S>
+static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_group &g, int t,
+                                 int jt, float *smem) {
+    constexpr int BM = S::BM;
+    const int K = a.K;
+    float *es = smem;
+    float *ws = fuse_ws<S>(smem, K);
+    double *m = reinterpret_cast<double *>(ws + 2 * S::KC * S::LDW);
+    double *o = m + BM;
+    const int64_t b0 = (int64_t)t * BM;
+    const bool root = g.slot < 0;
+    pc_gpu_phase_a(a, g, b0, BM, S::LD, root, false, es, m, o);
+    if (root) {
+        pc_gpu_root_out(a, b0, BM, S::LD, es, m, o);
+        return;
+    }
+    const float *w = a.wexp + (size_t)gi * K * K;
+    float *rel = a.rel + (size_t)g.slot * a.chunk * K;
+    if constexpr (S::MMA) fuse_product_mma<S>(a, w, b0, jt * S::BN, es, ws, rel);
+    else fuse_product_fp32<S>(a, w, b0, jt * S::BN, es, ws, rel);
     if (jt == 0) {
         for (int bl = threadIdx.x; bl < BM; bl += FUSE_THREADS) {
             const int64_t b = b0 + bl;
@@ -214,8 +326,8 @@ static __device__ __forceinline__ void fuse_run(const pc_gpu_args &a, int item, 
     if (g.slot < 0 && jt > 0) return; /* the root has one output: its other j-tiles are empty */
     /* exp(w) does not depend on the children: its first slice travels during the wait. */
     if (g.slot >= 0)
-        fuse_load_w<S::KC, S::BN>(a.wexp + (size_t)gi * a.K * a.K, a.K, 0, jt * S::BN,
-                                  fuse_ws<S>(smem, a.K));
+        fuse_load_w<S::KC, S::BN, S::LDW>(a.wexp + (size_t)gi * a.K * a.K, a.K, 0, jt * S::BN,
+                                          fuse_ws<S>(smem, a.K));
     const int f0 = t * (S::BM / FUSE_FINE);
     const int runs = min(S::BM / FUSE_FINE, a.tiles - f0);
     for (int i = g.child_begin; i < g.child_end; i++)
@@ -247,89 +359,100 @@ static __device__ __forceinline__ void fuse_loop(const pc_gpu_args &a, const fus
     }
 }
 
-/* Blocks per SM: more warps cover more of the gather's and the waits' latency, fewer registers
- * spill more. Three (80 registers) for K <= 128, four (64 registers, more spills) at large
- * batches, where the bottom layers' many items keep every block busy (measured on the H200:
- * K = 64, batch 4096: 1.96 against 2.13 ms; K = 128: 4.59 against 5.09; at batch 512, K = 128,
- * 1.48 against 1.44). The 8 x 8 tile (BN = 256) would take 141 registers, one block per SM;
- * capped at 128 (a few spilled words), two blocks per SM hide each other's gather latency. */
+/* The persistent kernel, BLOCKS resident per SM (fuse_pick says how many and why). */
 template <class A, class B, int BLOCKS>
 static __global__ void __launch_bounds__(FUSE_THREADS, BLOCKS)
     fuse_kernel(pc_gpu_args a, fuse_split sp) {
     fuse_loop<A, B>(a, sp);
 }
 
-/* A forward pass of at least this many samples takes the configuration's `fn_large`. */
+/* A forward pass of at least this many samples takes the large configuration. */
 #define FUSE_LARGE_N 2048
 
-/* Item shapes by K (rounded up to bn): wide items take BN >= K outputs up to K = 256, so the
- * gather runs once per sample tile; narrow items take 16 samples and <= 64 outputs. The split
- * between them (fuse_split_for) takes two numbers per shape, measured on the MNIST tree with
- * bench/gpu_fuse_split_device.sh (which overrides the first with FUSE_WIDE_GAIN):
+/* Item shapes by K (rounded up to bn) and batch: wide items take BN >= K outputs up to K = 256,
+ * so the gather runs once per sample tile; narrow items take 16 samples and <= 64 outputs. The
+ * split between them (fuse_split_for) takes two numbers per shape, measured on the MNIST tree
+ * with bench/gpu_fuse_split_device.sh (which overrides the first with FUSE_WIDE_GAIN):
  *   gain:     how much faster a wide item does its work than narrow items do the same (it
  *             gathers each sample once for all outputs and loads fewer shared-memory words per
- *             FMA): 4 for the 8 x 8 tile of K > 128, 2 below;
+ *             FMA): 4 for the tiles of K > 128, 2 below;
  *   min_fill: the share of the resident blocks the first (widest) layer's wide items must
  *             occupy for wide items to be used at all. At K <= 64 a wide item is mostly gather
  *             latency: with less than one wave of them even at the leaves, each wide layer
  *             waits on that latency where narrow items of several layers overlap (K = 64,
  *             batch 512: 0.54 ms all narrow, 0.98 with the layers of 50-87 groups wide). */
-typedef fuse_shape<16, 64, 2, 2, 64> fuse_narrow;
 typedef void (*fuse_fn)(pc_gpu_args, fuse_split);
 typedef struct fuse_config {
-    fuse_fn fn, fn_large; /* below and from FUSE_LARGE_N samples */
+    fuse_fn fn;
     int bm_a, bn_a, bn_b;
     size_t smem;
     double gain, min_fill;
 } fuse_config;
 
-template <class A, class B>
-static fuse_config fuse_make(fuse_fn fn, fuse_fn fn_large, int K, double gain, double min_fill) {
+template <class A, class B, int BLOCKS>
+static fuse_config fuse_make(int K, double gain, double min_fill) {
     const size_t sa = A::smem(K), sb = B::smem(K);
 #ifdef FUSE_WIDE_GAIN
     gain = FUSE_WIDE_GAIN;
 #endif
-    return fuse_config{fn, fn_large, A::BM, A::BN, B::BN, sa > sb ? sa : sb, gain, min_fill};
+    return fuse_config{fuse_kernel<A, B, BLOCKS>, A::BM, A::BN, B::BN, sa > sb ? sa : sb, gain,
+                       min_fill};
 }
 
-static fuse_config fuse_pick(int K) {
+/* The configuration for K below (large = false) or from FUSE_LARGE_N samples. Measured on the
+ * H200 (MNIST tree, ms):
+ *   K = 128, batch 512: wide items of 32 samples with the FP64 tensor-core product 0.894, of 64
+ *            samples 0.963, FP32 items of 64 samples 1.129 (shorter items, shorter critical
+ *            path); batch 4096: FP32 items of 64 samples at four blocks per SM 4.18, at three
+ *            4.22, of 32 samples 4.99, the mma items of 32 samples 5.75 (two blocks per SM
+ *            for their FP64 accumulators hide less of the gather);
+ *   K = 256: wide items of 32 samples 1.897 / 12.48 at batch 512 / 4096, of 64 samples
+ *            2.199 / 11.56 (more items for the critical path against half the exp(w) reads
+ *            per sample).
+ * Blocks per SM: more warps cover more of the gather's and the waits' latency, fewer registers
+ * spill more: three (80 registers) up to K = 64 and four (64 registers, more spills) at large
+ * batches, where the bottom layers' many items keep every block busy (K = 64, batch 4096: 1.96
+ * against 2.13 ms); two for the mma items and the tiles of K = 256 (128 registers). */
+static fuse_config fuse_pick(int K, bool large) {
     typedef fuse_shape<128, 16, 4, 2, 16> w16;
     typedef fuse_shape<16, 16, 1, 1, 64> n16;
     typedef fuse_shape<128, 32, 4, 4, 16> w32;
     typedef fuse_shape<16, 32, 2, 1, 64> n32;
     typedef fuse_shape<128, 64, 8, 4, 16> w64;
+    typedef fuse_shape<16, 64, 2, 2, 64> n64;
     typedef fuse_shape<64, 128, 4, 8, 16> w128;
+    typedef fuse_mma_shape<32, 128, 2, 4, 16> w128s;
     typedef fuse_shape<64, 256, 8, 8, 16> w256;
-    typedef fuse_narrow n64;
+    typedef fuse_shape<32, 256, 4, 8, 16> w256s;
     if (K <= 16)
-        return fuse_make<w16, n16>(fuse_kernel<w16, n16, 3>, fuse_kernel<w16, n16, 4>, K, 2.0, 1.0);
+        return large ? fuse_make<w16, n16, 4>(K, 2.0, 1.0) : fuse_make<w16, n16, 3>(K, 2.0, 1.0);
     if (K <= 32)
-        return fuse_make<w32, n32>(fuse_kernel<w32, n32, 3>, fuse_kernel<w32, n32, 4>, K, 2.0, 1.0);
+        return large ? fuse_make<w32, n32, 4>(K, 2.0, 1.0) : fuse_make<w32, n32, 3>(K, 2.0, 1.0);
     if (K <= 64)
-        return fuse_make<w64, n64>(fuse_kernel<w64, n64, 3>, fuse_kernel<w64, n64, 4>, K, 2.0, 1.0);
+        return large ? fuse_make<w64, n64, 4>(K, 2.0, 1.0) : fuse_make<w64, n64, 3>(K, 2.0, 1.0);
     if (K <= 128)
-        return fuse_make<w128, n64>(fuse_kernel<w128, n64, 3>, fuse_kernel<w128, n64, 4>, K, 2.0,
-                                    0.0);
-    return fuse_make<w256, n64>(fuse_kernel<w256, n64, 2>, fuse_kernel<w256, n64, 2>, K, 4.0, 0.0);
+        return large ? fuse_make<w128, n64, 4>(K, 2.0, 0.0) : fuse_make<w128s, n64, 2>(K, 2.0, 0.0);
+    return large ? fuse_make<w256, n64, 2>(K, 4.0, 0.0) : fuse_make<w256s, n64, 2>(K, 4.0, 0.0);
 }
 
 static pc_status fuse_configure(pc_gpu_state *s) {
     pc_status st = PC_OK;
     int max_smem = 0, per_sm = 0;
-    const fuse_config c = fuse_pick(s->K);
+    const fuse_config c[2] = {fuse_pick(s->K, false), fuse_pick(s->K, true)};
     /* The counters run over FUSE_FINE samples; bn is the wide items' output tile. */
-    s->bm = FUSE_FINE, s->bn = c.bn_a, s->smem = c.smem;
+    s->bm = FUSE_FINE, s->bn = c[0].bn_a;
+    s->smem = c[0].smem > c[1].smem ? c[0].smem : c[1].smem;
     PC_GPU_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
     if (s->smem + PC_GPU_STATIC_SMEM > (size_t)max_smem)
         return pc_fail(PC_ERR_UNSUPPORTED,
                        "backend 'fuse': K = %d needs %zu bytes of shared memory per block, the "
                        "GPU has %d", s->K, s->smem, max_smem);
     for (int large = 0; large < 2; large++) {
-        const fuse_fn fn = large ? c.fn_large : c.fn;
-        PC_GPU_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          (int)s->smem));
-        PC_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, FUSE_THREADS,
-                                                                   s->smem));
+        const fuse_config *c1 = &c[large];
+        PC_GPU_CHECK(cudaFuncSetAttribute(c1->fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)c1->smem));
+        PC_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, c1->fn, FUSE_THREADS,
+                                                                   c1->smem));
         *(large ? &s->grid_large : &s->grid) = s->sms * (per_sm > 0 ? per_sm : 1);
     }
 fail:
@@ -368,14 +491,14 @@ static pc_status fuse_split_for(const pc_gpu_state *s, const fuse_config *c, int
 
 static pc_status fuse_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {
     pc_status st = PC_OK;
-    const fuse_config c = fuse_pick(s->K);
     const bool large = a->n >= FUSE_LARGE_N;
+    const fuse_config c = fuse_pick(s->K, large);
     const int resident = large ? s->grid_large : s->grid;
     fuse_split sp;
     if ((st = fuse_split_for(s, &c, a->n, resident, &sp))) return st;
     const int grid = sp.total < resident ? sp.total : resident;
     if ((st = pc_gpu_reset_counters(a, stream))) return st;
-    (large ? c.fn_large : c.fn)<<<grid, FUSE_THREADS, s->smem, stream>>>(*a, sp);
+    c.fn<<<grid, FUSE_THREADS, c.smem, stream>>>(*a, sp);
     PC_GPU_CHECK(cudaGetLastError());
 fail:
     return st;

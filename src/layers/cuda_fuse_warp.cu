@@ -36,14 +36,6 @@ static size_t warp_w_bytes(int G, int KP) { return (size_t)G * KP * KP * sizeof(
 
 static int warp_kp(int K) { return K <= 16 ? 16 : K <= 32 ? 32 : 64; } /* K <= 64 */
 
-/* d += a b for one 8 x 8 x 4 FP64 tile: each lane gives A[g][t] and B[t][g] and holds
- * D[g][2t], D[g][2t + 1]. */
-static __device__ __forceinline__ void warp_dmma(double (&d)[2], double a, double b) {
-    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
-        : "+d"(d[0]), "+d"(d[1])
-        : "d"(a), "d"(b));
-}
-
 /* Four floats at p[k .. k + 3] (0 where k + i >= K). V4: K % 4 == 0, so p + k is 16-byte
  * aligned and the four are all in or all out. CG: read through L2 (messages written during
  * this kernel by other SMs); else through the read-only path. */
@@ -252,8 +244,8 @@ static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane, 
             const double wv[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                warp_dmma(acc[0], ed[0][4 * s4 + i], wv[i]);
-                warp_dmma(acc[1], ed[1][4 * s4 + i], wv[i]);
+                pc_gpu_dmma(acc[0], ed[0][4 * s4 + i], wv[i]);
+                pc_gpu_dmma(acc[1], ed[1][4 * s4 + i], wv[i]);
             }
         }
         const int j = 8 * n + 2 * t4;
