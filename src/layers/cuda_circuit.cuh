@@ -377,8 +377,9 @@ static __device__ __forceinline__ void pc_gpu_gather4(const pc_gpu_args &a, cons
  * p (inputs plus children's relative messages, a few terms of a few nats each) is summed in
  * FP64 and kept in FP32: it is near 0, so its rounding (<= 1e-6 nats) is what FP32 costs; the
  * large part of every node value, O(b) + m(b), stays in FP64. Any m near the maximum works
- * since O + m is carried exactly. Called by all threads of a block of <= PC_GPU_MAX_THREADS;
- * ends with a barrier. */
+ * since O + m is carried exactly. Called by all threads of a block of <= PC_GPU_MAX_THREADS
+ * (a multiple of 4); ends with a barrier. */
+template <bool QUADS>
 static __device__ void pc_gpu_phase_a(const pc_gpu_args &a, const pc_gpu_group &g, int64_t b0,
                                       int bm, int ld, bool root, bool shifted, float *es,
                                       double *m, double *o) {
@@ -389,10 +390,12 @@ static __device__ void pc_gpu_phase_a(const pc_gpu_args &a, const pc_gpu_group &
     /* 0. O(b), whose loads then travel with the gather's instead of after it. */
     for (int bl = threadIdx.x; bl < bm; bl += nt)
         o[bl] = bl < nb ? pc_gpu_offset(a, g, b0 + bl) : 0.0;
-    /* 1. es[k][b] = p(b, k): 16-byte loads where K allows and a thread has more than one quad
-     *    (measured on the H200, MNIST tree: batch 512, K = 128 1.48 -> 1.13 ms, K = 256 3.52 ->
-     *    2.20; at K = 64 the narrow items' single quad per thread cost 0.54 -> 0.59 ms). */
-    if (K % 4 == 0 && bm * K > 4 * nt) pc_gpu_gather4(a, g, b0, bm, nb, ld, root, es);
+    /* 1. es[k][b] = p(b, k): with QUADS, 16-byte loads where K allows and a thread has more
+     *    than one quad (measured on the H200, MNIST tree, fuse at batch 512: K = 128 1.48 ->
+     *    1.13 ms, K = 256 3.52 -> 2.20; at K = 64 the narrow items' single quad per thread cost
+     *    0.54 -> 0.59 ms). The int kernel does without: there the quads' registers cost more
+     *    than they saved (K = 64, batch 4096: 13.5 -> 16.8 ms). */
+    if (QUADS && K % 4 == 0 && bm * K > 4 * nt) pc_gpu_gather4(a, g, b0, bm, nb, ld, root, es);
     else pc_gpu_gather1(a, g, b0, bm, nb, ld, root, es);
     __syncthreads();
     /* 2. m(b): q = nt / bm threads per sample take every q-th k, then one thread per sample

@@ -288,7 +288,7 @@ static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_grou
     double *o = m + BM;
     const int64_t b0 = (int64_t)t * BM;
     const bool root = g.slot < 0;
-    pc_gpu_phase_a(a, g, b0, BM, S::LD, root, false, es, m, o);
+    pc_gpu_phase_a<true>(a, g, b0, BM, S::LD, root, false, es, m, o);
     if (root) {
         pc_gpu_root_out(a, b0, BM, S::LD, es, m, o);
         return;
