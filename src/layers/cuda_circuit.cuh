@@ -301,12 +301,12 @@ static __device__ __forceinline__ void pc_gpu_gather1(const pc_gpu_args &a, cons
     }
 }
 
-/* The same for K % 4 == 0, four adjacent k of a sample per 16-byte load: a thread has
- * PC_GPU_GATHER4 such quads (16 elements) in flight at a time, so an item of bm x K elements
- * waits on a quarter of the load round trips of pc_gpu_gather1. Quads are numbered with
+/* The same for K % 4 == 0, four adjacent k of a sample per 16-byte load: a thread has Q such
+ * quads (4 Q elements) in flight at a time, so an item of bm x K elements waits on Q times
+ * fewer load round trips than with pc_gpu_gather1's four elements. Quads are numbered with
  * 4 adjacent k-quads of 8 adjacent samples per 32 threads: the 4 lanes of a sample read 64
  * contiguous bytes (whole sectors), and their stores to es fall on few banks at once. */
-#define PC_GPU_GATHER4 4
+template <int Q>
 static __device__ __forceinline__ void pc_gpu_gather4(const pc_gpu_args &a, const pc_gpu_group &g,
                                                       int64_t b0, int bm, int nb, int ld,
                                                       bool root, float *es) {
@@ -316,12 +316,12 @@ static __device__ __forceinline__ void pc_gpu_gather4(const pc_gpu_args &a, cons
     /* Quad i is sample (i / 4) % bm, k-quad 4 ((i / 4) / bm) + i % 4; i % 4 is the thread's
      * own (nt % 4 == 0), and i / 4 advances by nt / 4 per quad, walked without divisions. */
     pc_gpu_walk at(threadIdx.x >> 2, nt >> 2, bm);
-    for (int base = threadIdx.x; base < count; base += nt * PC_GPU_GATHER4) {
-        int r[PC_GPU_GATHER4], bl[PC_GPU_GATHER4], k[PC_GPU_GATHER4];
-        bool in[PC_GPU_GATHER4];
-        double p[PC_GPU_GATHER4][4];
+    for (int base = threadIdx.x; base < count; base += nt * Q) {
+        int r[Q], bl[Q], k[Q];
+        bool in[Q];
+        double p[Q][4];
 #pragma unroll
-        for (int u = 0; u < PC_GPU_GATHER4; u++) {
+        for (int u = 0; u < Q; u++) {
             r[u] = at.col;
             k[u] = 4 * ((at.row << 2) + (threadIdx.x & 3));
             in[u] = base + u * nt < count && k[u] < K;
@@ -336,12 +336,12 @@ static __device__ __forceinline__ void pc_gpu_gather4(const pc_gpu_args &a, cons
             const float *rows = a.input + (size_t)v * (a.C + 1) * K;
             const uint8_t *xv = a.x + (size_t)b0 * V + v;
             const uint8_t *mv = a.missing ? a.missing + (size_t)b0 * V + v : NULL;
-            int code[PC_GPU_GATHER4];
+            int code[Q];
 #pragma unroll
-            for (int u = 0; u < PC_GPU_GATHER4; u++)
+            for (int u = 0; u < Q; u++)
                 code[u] = (mv && __ldg(mv + bl[u] * V)) ? a.C : __ldg(xv + bl[u] * V);
 #pragma unroll
-            for (int u = 0; u < PC_GPU_GATHER4; u++) {
+            for (int u = 0; u < Q; u++) {
                 const float4 w = __ldg(reinterpret_cast<const float4 *>(rows + code[u] * K + k[u]));
                 p[u][0] += (double)w.x, p[u][1] += (double)w.y;
                 p[u][2] += (double)w.z, p[u][3] += (double)w.w;
@@ -351,14 +351,14 @@ static __device__ __forceinline__ void pc_gpu_gather4(const pc_gpu_args &a, cons
             const float *rel =
                 a.rel + ((size_t)__ldg(a.child_slot + ci) * a.chunk + (size_t)b0) * K;
 #pragma unroll
-            for (int u = 0; u < PC_GPU_GATHER4; u++) {
+            for (int u = 0; u < Q; u++) {
                 const float4 q = __ldcg(reinterpret_cast<const float4 *>(rel + bl[u] * K + k[u]));
                 p[u][0] += (double)q.x, p[u][1] += (double)q.y;
                 p[u][2] += (double)q.z, p[u][3] += (double)q.w;
             }
         }
 #pragma unroll
-        for (int u = 0; u < PC_GPU_GATHER4; u++) {
+        for (int u = 0; u < Q; u++) {
             if (!in[u]) continue;
 #pragma unroll
             for (int c = 0; c < 4; c++) {
@@ -379,7 +379,7 @@ static __device__ __forceinline__ void pc_gpu_gather4(const pc_gpu_args &a, cons
  * large part of every node value, O(b) + m(b), stays in FP64. Any m near the maximum works
  * since O + m is carried exactly. Called by all threads of a block of <= PC_GPU_MAX_THREADS
  * (a multiple of 4); ends with a barrier. */
-template <bool QUADS>
+template <int QUADS>
 static __device__ void pc_gpu_phase_a(const pc_gpu_args &a, const pc_gpu_group &g, int64_t b0,
                                       int bm, int ld, bool root, bool shifted, float *es,
                                       double *m, double *o) {
@@ -390,13 +390,18 @@ static __device__ void pc_gpu_phase_a(const pc_gpu_args &a, const pc_gpu_group &
     /* 0. O(b), whose loads then travel with the gather's instead of after it. */
     for (int bl = threadIdx.x; bl < bm; bl += nt)
         o[bl] = bl < nb ? pc_gpu_offset(a, g, b0 + bl) : 0.0;
-    /* 1. es[k][b] = p(b, k): with QUADS, 16-byte loads where K allows and a thread has more
-     *    than one quad (measured on the H200, MNIST tree, fuse at batch 512: K = 128 1.48 ->
-     *    1.13 ms, K = 256 3.52 -> 2.20; at K = 64 the narrow items' single quad per thread cost
-     *    0.54 -> 0.59 ms). The int kernel does without: there the quads' registers cost more
-     *    than they saved (K = 64, batch 4096: 13.5 -> 16.8 ms). */
-    if (QUADS && K % 4 == 0 && bm * K > 4 * nt) pc_gpu_gather4(a, g, b0, bm, nb, ld, root, es);
-    else pc_gpu_gather1(a, g, b0, bm, nb, ld, root, es);
+    /* 1. es[k][b] = p(b, k): with QUADS > 0, 16-byte loads, QUADS per thread at a time, where
+     *    K allows and a thread has more than one quad (measured on the H200, MNIST tree, fuse
+     *    at batch 512: K = 128 1.48 -> 1.13 ms, K = 256 3.52 -> 2.20; at K = 64 the narrow
+     *    items' single quad per thread cost 0.54 -> 0.59 ms). The int kernel does without
+     *    (QUADS = 0): there the quads' registers cost more than they saved (K = 64, batch
+     *    4096: 13.5 -> 16.8 ms). */
+    bool quads = false;
+    if constexpr (QUADS > 0) {
+        quads = K % 4 == 0 && bm * K > 4 * nt;
+        if (quads) pc_gpu_gather4<QUADS>(a, g, b0, bm, nb, ld, root, es);
+    }
+    if (!quads) pc_gpu_gather1(a, g, b0, bm, nb, ld, root, es);
     __syncthreads();
     /* 2. m(b): q = nt / bm threads per sample take every q-th k, then one thread per sample
      *    combines them. */

@@ -277,7 +277,7 @@ static __device__ __forceinline__ void fuse_product_mma(const pc_gpu_args &a, co
 
 /* One item, its first exp(w) slice already on its way (fuse_run): phase A into es[K][LD],
  * then the shape's product and logs, and the offsets O + m. */
-template <class S>
+template <class S, int QUADS>
 static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_group &g, int t,
                                  int jt, float *smem) {
     constexpr int BM = S::BM;
@@ -288,7 +288,7 @@ static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_grou
     double *o = m + BM;
     const int64_t b0 = (int64_t)t * BM;
     const bool root = g.slot < 0;
-    pc_gpu_phase_a<true>(a, g, b0, BM, S::LD, root, false, es, m, o);
+    pc_gpu_phase_a<QUADS>(a, g, b0, BM, S::LD, root, false, es, m, o);
     if (root) {
         pc_gpu_root_out(a, b0, BM, S::LD, es, m, o);
         return;
@@ -317,7 +317,7 @@ static __device__ __forceinline__ void fuse_wait_runs(const pc_gpu_args &a, int 
 
 /* Item `item` of a part of the queue whose groups start at g_begin, with `tiles` sample tiles
  * and `jtiles` output tiles per group: waits for its inputs, computes, publishes. */
-template <class S>
+template <class S, int QUADS>
 static __device__ __forceinline__ void fuse_run(const pc_gpu_args &a, int item, int g_begin,
                                                 int tiles, int jtiles, float *smem) {
     const int jt = item % jtiles, rest = item / jtiles;
@@ -335,7 +335,7 @@ static __device__ __forceinline__ void fuse_run(const pc_gpu_args &a, int item, 
     if (g.wait >= 0) fuse_wait_runs(a, g.wait, f0, runs);
     __threadfence();
     __syncthreads();
-    fuse_item<S>(a, gi, g, t, jt, smem);
+    fuse_item<S, QUADS>(a, gi, g, t, jt, smem);
     __threadfence();
     __syncthreads();
     if (g.slot >= 0 && (int)threadIdx.x < runs)
@@ -343,7 +343,7 @@ static __device__ __forceinline__ void fuse_run(const pc_gpu_args &a, int item, 
 }
 
 /* The persistent loop: items from the queue until none is left. */
-template <class A, class B>
+template <class A, class B, int QUADS>
 static __device__ __forceinline__ void fuse_loop(const pc_gpu_args &a, const fuse_split &sp) {
     extern __shared__ float4 smem4[];
     float *smem = reinterpret_cast<float *>(smem4);
@@ -353,17 +353,20 @@ static __device__ __forceinline__ void fuse_loop(const pc_gpu_args &a, const fus
         __syncthreads();
         const int item = s_item;
         if (item >= sp.total) return;
-        if (item < sp.items_a) fuse_run<A>(a, item, 0, sp.tiles_a, sp.jtiles_a, smem);
-        else fuse_run<B>(a, item - sp.items_a, sp.groups_a, sp.tiles_b, sp.jtiles_b, smem);
+        if (item < sp.items_a) fuse_run<A, QUADS>(a, item, 0, sp.tiles_a, sp.jtiles_a, smem);
+        else fuse_run<B, QUADS>(a, item - sp.items_a, sp.groups_a, sp.tiles_b, sp.jtiles_b, smem);
         __syncthreads();
     }
 }
 
-/* The persistent kernel, BLOCKS resident per SM (fuse_pick says how many and why). */
+/* The persistent kernel, BLOCKS resident per SM (fuse_pick says how many and why). The
+ * gather takes 4 quads per thread at a time (pc_gpu_phase_a), 2 at four blocks per SM, whose
+ * 64 registers the other two would spill (measured on the H200, K = 128, batch 4096: 3.89
+ * against 4.19 ms; 2 quads at two or three blocks per SM lost 4-7 % at K = 128 and 256). */
 template <class A, class B, int BLOCKS>
 static __global__ void __launch_bounds__(FUSE_THREADS, BLOCKS)
     fuse_kernel(pc_gpu_args a, fuse_split sp) {
-    fuse_loop<A, B>(a, sp);
+    fuse_loop<A, B, BLOCKS >= 4 ? 2 : 4>(a, sp);
 }
 
 /* A forward pass of at least this many samples takes the large configuration. */

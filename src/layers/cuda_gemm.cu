@@ -26,7 +26,7 @@ static __global__ void __launch_bounds__(GEMM_THREADS) gemm_prodexp(pc_gpu_args 
     const int gi = blockIdx.y;
     const pc_gpu_group g = a.groups[g0 + gi];
     const int64_t b0 = (int64_t)blockIdx.x * GEMM_BM;
-    pc_gpu_phase_a<true>(a, g, b0, GEMM_BM, ld, false, false, es, m, o);
+    pc_gpu_phase_a<4>(a, g, b0, GEMM_BM, ld, false, false, es, m, o);
     float *e = e_out + (size_t)gi * a.n * K;
     for (int i = threadIdx.x; i < GEMM_BM * K; i += GEMM_THREADS) {
         const int bl = i / K, k = i - bl * K;
@@ -62,7 +62,7 @@ static __global__ void __launch_bounds__(GEMM_THREADS) gemm_root(pc_gpu_args a) 
     double *o = m + GEMM_BM;
     const pc_gpu_group g = a.groups[a.G - 1];
     const int64_t b0 = (int64_t)blockIdx.x * GEMM_BM;
-    pc_gpu_phase_a<true>(a, g, b0, GEMM_BM, ld, true, false, es, m, o);
+    pc_gpu_phase_a<4>(a, g, b0, GEMM_BM, ld, true, false, es, m, o);
     pc_gpu_root_out(a, b0, GEMM_BM, ld, es, m, o);
 }
 

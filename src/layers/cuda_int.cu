@@ -75,10 +75,10 @@ static __global__ void __launch_bounds__(INT_THREADS) int_kernel(pc_gpu_args a, 
         if (threadIdx.x == 0) pc_gpu_wait(a, g, t, 1);
         __syncthreads();
         if (g.slot < 0) {
-            pc_gpu_phase_a<false>(a, g, b0, bm, ld, true, false, es, m, o);
+            pc_gpu_phase_a<0>(a, g, b0, bm, ld, true, false, es, m, o);
             pc_gpu_root_out(a, b0, bm, ld, es, m, o);
         } else {
-            pc_gpu_phase_a<false>(a, g, b0, bm, ld, false, true, es, m, o);
+            pc_gpu_phase_a<0>(a, g, b0, bm, ld, false, true, es, m, o);
             int32_t *pq = reinterpret_cast<int32_t *>(es);
             for (int i = threadIdx.x; i < K * bm; i += INT_THREADS) {
                 const int k = i / bm, bl = i - k * bm;
