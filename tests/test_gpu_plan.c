@@ -1,7 +1,8 @@
 /* The GPU engine's message-slot plan (src/layers/gpu_plan.c), checked without a GPU: on random
  * circuits and on the shipped MNIST model, every message stays in its slot until its parent has
  * read it, and a wait never points into the writer's own layer. Also the persistent fuse
- * kernel's split between wide and narrow items, against a direct search. */
+ * kernel's split between wide and narrow items, against a direct search, and the warp
+ * strategy's chains. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -68,6 +69,61 @@ static int32_t check_plan(const pc_circuit *c) {
     return slots;
 }
 
+/* Checks the chain plan of c with chains of at most max_len groups; returns their number. */
+static int32_t check_chains(const pc_circuit *c, int32_t max_len) {
+    const int32_t G = c->num_groups;
+    pc_gpu_chains ch = {0};
+    assert_int_equal(pc_gpu_chain_plan(c, max_len, &ch), PC_OK);
+    const int32_t n = ch.num_chains;
+    int32_t *chain_of = malloc(sizeof(int32_t) * (size_t)G);
+    assert_non_null(chain_of);
+    for (int32_t g = 0; g < G; g++) chain_of[g] = -1;
+    assert_true(n >= 1 && n <= G);
+    assert_int_equal(ch.begin[0], 0);
+    assert_int_equal(ch.begin[n], G);
+    for (int32_t i = 0; i < n; i++) {
+        assert_true(ch.begin[i] < ch.begin[i + 1]); /* no empty chain, none too long */
+        assert_true(ch.begin[i + 1] - ch.begin[i] <= max_len);
+        for (int32_t m = ch.begin[i]; m < ch.begin[i + 1]; m++) {
+            const int32_t g = ch.groups[m];
+            assert_true(g >= 0 && g < G);
+            assert_int_equal(chain_of[g], -1); /* every group in one chain, once */
+            chain_of[g] = i;
+            const int32_t nch = c->child_start[g + 1] - c->child_start[g];
+            if (m == ch.begin[i]) {
+                /* A bottom continues no chain, unless the one below is full. */
+                if (nch == 1) {
+                    const int32_t below = chain_of[c->group_children[c->child_start[g]]];
+                    assert_true(below >= 0);
+                    assert_int_equal(ch.begin[below + 1] - ch.begin[below], max_len);
+                }
+                if (i > 0) assert_true(ch.groups[ch.begin[i - 1]] < g); /* bottoms in order */
+            } else {
+                assert_int_equal(nch, 1); /* the one child is the group below */
+                assert_int_equal(c->group_children[c->child_start[g]], ch.groups[m - 1]);
+            }
+        }
+        /* The top's parent does not continue the chain, unless it is full. */
+        const int32_t top = ch.groups[ch.begin[i + 1] - 1], p = c->group_parent[top];
+        assert_true(p < 0 || c->child_start[p + 1] - c->child_start[p] != 1 ||
+                    ch.begin[i + 1] - ch.begin[i] == max_len);
+    }
+    for (int32_t g = 0; g < G; g++) assert_true(chain_of[g] >= 0);
+    /* A bottom's children are tops of earlier chains, found through child_chain. */
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t b = ch.groups[ch.begin[i]];
+        for (int32_t k = c->child_start[b]; k < c->child_start[b + 1]; k++) {
+            const int32_t q = ch.child_chain[k], child = c->group_children[k];
+            assert_int_equal(q, chain_of[child]);
+            assert_true(q < i);
+            assert_int_equal(ch.groups[ch.begin[q + 1] - 1], child);
+        }
+    }
+    free(chain_of);
+    pc_gpu_chains_free(&ch);
+    return n;
+}
+
 static void test_random_circuits(void **state) {
     (void)state;
     for (int rep = 0; rep < 200; rep++) {
@@ -76,6 +132,8 @@ static void test_random_circuits(void **state) {
         pc_circuit *c = NULL;
         if (pc_circuit_compile(m, &c) != PC_OK) fail_msg("compile: %s", pc_last_error());
         check_plan(c);
+        check_chains(c, INT32_MAX);
+        check_chains(c, (int32_t)pc_hr_int(1, 5));
         pc_circuit_free(c);
         pc_hclt_free(m);
     }
@@ -91,10 +149,12 @@ static void test_mnist_model(void **state) {
     if (pc_hclt_load(path, &m) != PC_OK) fail_msg("%s", pc_last_error());
     pc_circuit *c = NULL;
     if (pc_circuit_compile(m, &c) != PC_OK) fail_msg("compile: %s", pc_last_error());
-    const int32_t slots = check_plan(c);
-    print_message("mnist.h5: %d groups, %d layers, %d message slots\n", c->num_groups,
-                  c->num_layers, slots);
+    const int32_t slots = check_plan(c), chains = check_chains(c, INT32_MAX);
+    assert_int_equal(check_chains(c, 1), c->num_groups); /* one chain per group */
+    print_message("mnist.h5: %d groups, %d layers, %d message slots, %d chains\n",
+                  c->num_groups, c->num_layers, slots, chains);
     assert_true(slots < c->num_groups / 2);
+    assert_true(chains < c->num_groups / 2); /* most groups of the tree have one child */
     pc_circuit_free(c);
     pc_hclt_free(m);
 }
@@ -163,6 +223,8 @@ static void test_bad_arguments(void **state) {
     (void)state;
     int32_t slots = 0;
     assert_int_equal(pc_gpu_plan(NULL, NULL, &slots), PC_ERR_ARG);
+    pc_gpu_chains ch = {0};
+    assert_int_equal(pc_gpu_chain_plan(NULL, INT32_MAX, &ch), PC_ERR_ARG);
 }
 
 int main(void) {

@@ -67,6 +67,9 @@ typedef struct pc_gpu_args {
     const int32_t *wq;          /* [G][K][K] Q16.16 base-2 trans_logw at [g][k][j] (int) */
     const int32_t *table;       /* [PC_INT_TABLE_LEN] IntLSE correction table (int) */
     const double *root_logw;    /* [K] */
+    const int32_t *chain_begin;  /* [chains + 1] (fuse warp; gpu_plan.h) */
+    const int32_t *chain_groups; /* [G] */
+    const int32_t *chain_child;  /* [G - 1] chain (= slot) of each child entry */
     const uint8_t *x;           /* [n][V] */
     const uint8_t *missing;     /* [n][V] or NULL */
     double *off;                /* [slots][chunk] */
@@ -126,6 +129,7 @@ struct pc_gpu_state {
     int32_t sms;
     int tile_ok;           /* fuse: runs the tile strategy (K <= 32 and the circuit fits) */
     int warp_ok;           /* fuse: can run the warp strategy (K <= PC_GPU_WARP_MAX_K) */
+    pc_gpu_chains chains;  /* the warp strategy's chains (host), when warp_ok */
     int32_t grid_warp;     /* fuse warp strategy: resident blocks */
     const char *last_strategy; /* fuse: the strategy of the last forward pass run */
     /* host copies of the plan */
@@ -133,6 +137,7 @@ struct pc_gpu_state {
     /* device */
     pc_gpu_group *d_groups;
     int32_t *d_vars, *d_children, *d_child_slot;
+    int32_t *d_chain_begin, *d_chain_groups, *d_chain_child; /* fuse warp */
     float *d_input, *d_wexp, *d_wf;
     int32_t *d_wq, *d_table;
     double *d_root_logw;
@@ -187,8 +192,9 @@ pc_status pc_gpu_reset_counters(const pc_gpu_args *a, cudaStream_t stream);
 extern const pc_gpu_impl pc_gpu_fuse_persistent_impl;
 extern const pc_gpu_impl pc_gpu_fuse_tile_impl;
 extern const pc_gpu_impl pc_gpu_fuse_warp_impl;
-/* The warp strategy's parts (cuda_fuse_warp.cu), for fuse's choosing strategy: its grid, its
- * weights (uploaded, counted and released), one forward pass queued. */
+/* The warp strategy's parts (cuda_fuse_warp.cu), for fuse's choosing strategy: its grid (and
+ * warp_ok, so that the slot plan adds its chains), its weights and chains (uploaded, counted
+ * and released), one forward pass queued. */
 #define PC_GPU_WARP_MAX_K 64
 pc_status pc_gpu_fuse_warp_prepare(pc_gpu_state *s);
 pc_status pc_gpu_fuse_warp_upload(pc_gpu_state *s);

@@ -540,8 +540,7 @@ static pc_status choose_configure(pc_gpu_state *s) {
         s->tile_ok = 1;
     }
     if (st == PC_OK && s->K <= FUSE_WARP_MAX_K) {
-        if ((st = pc_gpu_fuse_warp_prepare(s))) return st;
-        s->warp_ok = 1;
+        st = pc_gpu_fuse_warp_prepare(s);
     }
     return st;
 }

@@ -1,12 +1,18 @@
-/* `fuse`, the warp strategy (K <= 64): one persistent kernel whose work item is (group, 16
- * samples) for one warp, all K outputs, with the product on the FP64 tensor cores.
+/* `fuse`, the warp strategy (K <= 64): one persistent kernel whose work item is (chain of
+ * groups, 16 samples) for one warp, all K outputs, with the product on the FP64 tensor cores.
  *
  * Why one warp per item: the block-wide items of the persistent strategy (cuda_fuse.cu) spend
  * much of their time in barriers and dependent loads between phases, with 24-32 warps per SM.
  * A warp item needs no barrier: the warp gathers its samples' inputs into registers, takes the
  * max and the exp there, multiplies on the tensor cores and writes the logs, while the SM's
- * other warps run other items. Items are handed out in evaluation order through an atomic
- * counter and wait on their children's counters, as in the persistent strategy.
+ * other warps run other items. Items are handed out in chain order through an atomic counter
+ * and wait on their children's counters, as in the persistent strategy.
+ *
+ * Why chains: most groups of an HCLT have one child group (387 of the 549 sum groups of the
+ * MNIST model), so the tree is mostly paths. A chain (gpu_plan.h) is such a path; the warp
+ * runs it bottom to top and hands each group's message to the next in shared memory, so only
+ * the chain's bottom waits on counters and loads messages from L2, and only its top writes
+ * one and raises a counter (the MNIST tree: 163 chains instead of 550 items per tile).
  *
  * The product out[b, j] = sum_k e[b, k] exp(w[j, k]) runs as mma.m8n8k4.f64: FP64 products
  * and sums of the FP32 operands, so it is exact to far below FP32 (only e, from an FP32 exp,
@@ -55,14 +61,13 @@ static __device__ __forceinline__ void warp_load4(const float *p, int k, int K, 
     }
 }
 
-/* Lanes wait (one dependency each) until every child of g, and g's slot predecessor's reader,
- * has finished the item's 16 samples; then their writes are visible to the whole warp. */
+/* Lanes wait (one child each) until every child chain of a chain's bottom g has finished the
+ * item's 16 samples; then their writes are visible to the whole warp. (Chains have slots of
+ * their own, so no chain waits on the reader of a slot's previous message.) */
 static __device__ __forceinline__ void warp_wait(const pc_gpu_args &a, const pc_gpu_group &g,
                                                  int t, int lane) {
-    const int nch = g.child_end - g.child_begin, deps = nch + (g.wait >= 0);
-    for (int i = lane; i < deps; i += 32) {
-        const int q = i < nch ? __ldg(a.children + g.child_begin + i) : g.wait;
-        const volatile int32_t *d = a.done + (size_t)q * a.tiles + t;
+    for (int i = g.child_begin + lane; i < g.child_end; i += 32) {
+        const volatile int32_t *d = a.done + (size_t)__ldg(a.chain_child + i) * a.tiles + t;
         while (*d < a.K) __nanosleep(32);
         __threadfence();
     }
@@ -89,200 +94,250 @@ static __device__ __forceinline__ void warp_stage_w(const float *w, float *ws) {
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
-/* One item: group gi, samples 16 t .. 16 t + 15, all K outputs, by one warp. Every warp of the
- * block calls it for the gang when exp(w) goes through shared memory (the copy and its barrier
- * are the block's); `active` is false for a warp whose tile lies past the batch. */
+/* Shared memory of a block, in floats: two exp(w) buffers (K > 16; the next group's copy
+ * lands while the current one multiplies) and per warp the message a chain's group hands to
+ * the next, [16 rows][KP + 4] (rows 16 bytes apart in the banks, as ws). */
+template <int KP> static __host__ __device__ constexpr int warp_ws_floats() {
+    return warp_smem_w<KP>() ? KP * (KP + 4) : 0;
+}
+template <int KP> static __host__ __device__ constexpr int warp_carry_floats() {
+    return WARP_ROWS * (KP + 4);
+}
+template <int KP> static constexpr size_t warp_smem_bytes() {
+    return (2 * warp_ws_floats<KP>() + WARP_BLOCK / 32 * warp_carry_floats<KP>()) * sizeof(float);
+}
+
+/* One item: chain c, samples 16 t .. 16 t + 15, all K outputs of each group, by one warp.
+ * Every warp of the block calls it for the gang when exp(w) goes through shared memory (the
+ * copies and their barriers are the block's); `active` is false for a warp whose tile lies
+ * past the batch. `carry` is the warp's [16][KP + 4] message buffer. */
 template <int KP, bool V4>
-static __device__ void warp_item(const pc_gpu_args &a, int gi, int t, int lane, bool active,
-                                 float *ws) {
+static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, bool active,
+                                  float *ws, float *carry) {
     constexpr int NQ = KP / 16; /* the lane's KP / 4 values of k per row, as NQ groups of 4 */
     constexpr int NT = KP / 8;  /* 8-wide n-tiles of outputs */
+    constexpr int LDC = KP + 4; /* carry's row stride */
     const int g8 = lane >> 2, t4 = lane & 3, K = a.K, k0 = t4 * (KP / 4);
-    const pc_gpu_group g = a.groups[gi];
-    const bool root = g.slot < 0;
+    const int cb = __ldg(a.chain_begin + c), ce = __ldg(a.chain_begin + c + 1);
     const int64_t b0 = (int64_t)t * WARP_ROWS;
     const int64_t r[2] = {b0 + g8, b0 + g8 + 8};
     const bool ok[2] = {r[0] < a.n, r[1] < a.n};
     const int64_t rr[2] = {ok[0] ? r[0] : b0, ok[1] ? r[1] : b0}; /* rows past n read b0 */
-    if (warp_smem_w<KP>() && !root) warp_stage_w<KP>(a.wf + (size_t)gi * KP * KP, ws);
-    if (active) warp_wait(a, g, t, lane);
-
-    /* 1. p[row][q][i] = sum of the sources at k = k0 + 4 q + i, in FP64, RA rows at once
-     *    (their loads travel together; at K = 64 the FP64 sums of both rows would take 64
-     *    registers, so one at a time); O = sum of the children's offsets (every lane, for its
-     *    rows). 2. e = p (+ root_logw at the root) in FP32, -inf past K and past n. */
-    constexpr int RA = KP <= 32 ? 2 : 1;
-    float e[2][NQ][4];
-    double o[2];
     const size_t V = (size_t)a.V;
+    int gi = __ldg(a.chain_groups + cb);
+    pc_gpu_group g = a.groups[gi];
+    if (warp_smem_w<KP>() && g.slot >= 0) warp_stage_w<KP>(a.wf + (size_t)gi * KP * KP, ws);
+    if (active) warp_wait(a, g, t, lane);
+    double o[2] = {0.0, 0.0}; /* the offsets the group below hands on */
+
+    for (int m = cb; m < ce; m++) {
+        const bool root = g.slot < 0, top = m + 1 == ce;
+
+        /* 1. p[row][q][i] = sum of the sources at k = k0 + 4 q + i, in FP64, RA rows at once
+         *    (their loads travel together; at K = 64 the FP64 sums of both rows would take 64
+         *    registers, so one at a time): the children's messages (the chain's bottom, from
+         *    their slots) or the message of the group below (from carry), then the inputs;
+         *    O = the sum of the children's offsets (every lane, for its rows). 2. e = p
+         *    (+ root_logw at the root) in FP32, -inf past K and past n. */
+        constexpr int RA = KP <= 32 ? 2 : 1;
+        float e[2][NQ][4];
 #pragma unroll
-    for (int h0 = 0; h0 < 2; h0 += RA) {
-        double p[RA][NQ][4], oh[RA];
-#pragma unroll
-        for (int h = 0; h < RA; h++) {
-            oh[h] = 0.0;
-#pragma unroll
-            for (int q = 0; q < NQ; q++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) p[h][q][i] = 0.0;
-        }
-        for (int ci = g.child_begin; ci < (active ? g.child_end : g.child_begin); ci++) {
-            const size_t slot = (size_t)__ldg(a.child_slot + ci);
-            float v[RA][NQ][4];
-#pragma unroll
-            for (int h = 0; h < RA; h++) {
-                const float *rel = a.rel + (slot * a.chunk + rr[h0 + h]) * K;
-#pragma unroll
-                for (int q = 0; q < NQ; q++)
-                    warp_load4<V4, true>(rel, k0 + 4 * q, K, v[h][q]);
-                oh[h] += __ldcg(a.off + slot * a.chunk + rr[h0 + h]);
-            }
-#pragma unroll
-            for (int h = 0; h < RA; h++)
-#pragma unroll
-                for (int q = 0; q < NQ; q++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++) p[h][q][i] += (double)v[h][q][i];
-        }
-        for (int vi = g.var_begin; vi < (active ? g.var_end : g.var_begin); vi++) {
-            const int v = __ldg(a.vars + vi);
-            float w[RA][NQ][4];
+        for (int h0 = 0; h0 < 2; h0 += RA) {
+            double p[RA][NQ][4], oh[RA];
 #pragma unroll
             for (int h = 0; h < RA; h++) {
-                const size_t at = (size_t)rr[h0 + h] * V + v;
-                const int code = a.missing && __ldg(a.missing + at) ? a.C : __ldg(a.x + at);
-                const float *row = a.input + ((size_t)v * (a.C + 1) + code) * K;
+                oh[h] = m == cb ? 0.0 : o[h0 + h];
 #pragma unroll
-                for (int q = 0; q < NQ; q++)
-                    warp_load4<V4, false>(row, k0 + 4 * q, K, w[h][q]);
-            }
-#pragma unroll
-            for (int h = 0; h < RA; h++)
-#pragma unroll
-                for (int q = 0; q < NQ; q++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++) p[h][q][i] += (double)w[h][q][i];
-        }
-#pragma unroll
-        for (int h = 0; h < RA; h++) {
-            o[h0 + h] = oh[h];
-#pragma unroll
-            for (int q = 0; q < NQ; q++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const int k = k0 + 4 * q + i;
-                    double x = p[h][q][i];
-                    if (root && k < K) x += __ldg(a.root_logw + k);
-                    e[h0 + h][q][i] = ok[h0 + h] && k < K ? (float)x : -INFINITY;
+                for (int q = 0; q < NQ; q++) {
+                    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                    if (m != cb && active)
+                        v = *reinterpret_cast<const float4 *>(carry + (g8 + 8 * (h0 + h)) * LDC +
+                                                              k0 + 4 * q);
+                    p[h][q][0] = v.x, p[h][q][1] = v.y, p[h][q][2] = v.z, p[h][q][3] = v.w;
                 }
+            }
+            for (int ci = g.child_begin; ci < (active && m == cb ? g.child_end : g.child_begin);
+                 ci++) {
+                const size_t slot = (size_t)__ldg(a.chain_child + ci);
+                float v[RA][NQ][4];
+#pragma unroll
+                for (int h = 0; h < RA; h++) {
+                    const float *rel = a.rel + (slot * a.chunk + rr[h0 + h]) * K;
+#pragma unroll
+                    for (int q = 0; q < NQ; q++)
+                        warp_load4<V4, true>(rel, k0 + 4 * q, K, v[h][q]);
+                    oh[h] += __ldcg(a.off + slot * a.chunk + rr[h0 + h]);
+                }
+#pragma unroll
+                for (int h = 0; h < RA; h++)
+#pragma unroll
+                    for (int q = 0; q < NQ; q++)
+#pragma unroll
+                        for (int i = 0; i < 4; i++) p[h][q][i] += (double)v[h][q][i];
+            }
+            for (int vi = g.var_begin; vi < (active ? g.var_end : g.var_begin); vi++) {
+                const int v = __ldg(a.vars + vi);
+                float w[RA][NQ][4];
+#pragma unroll
+                for (int h = 0; h < RA; h++) {
+                    const size_t at = (size_t)rr[h0 + h] * V + v;
+                    const int code = a.missing && __ldg(a.missing + at) ? a.C : __ldg(a.x + at);
+                    const float *row = a.input + ((size_t)v * (a.C + 1) + code) * K;
+#pragma unroll
+                    for (int q = 0; q < NQ; q++)
+                        warp_load4<V4, false>(row, k0 + 4 * q, K, w[h][q]);
+                }
+#pragma unroll
+                for (int h = 0; h < RA; h++)
+#pragma unroll
+                    for (int q = 0; q < NQ; q++)
+#pragma unroll
+                        for (int i = 0; i < 4; i++) p[h][q][i] += (double)w[h][q][i];
+            }
+#pragma unroll
+            for (int h = 0; h < RA; h++) {
+                o[h0 + h] = oh[h];
+#pragma unroll
+                for (int q = 0; q < NQ; q++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        const int k = k0 + 4 * q + i;
+                        double x = p[h][q][i];
+                        if (root && k < K) x += __ldg(a.root_logw + k);
+                        e[h0 + h][q][i] = ok[h0 + h] && k < K ? (float)x : -INFINITY;
+                    }
+            }
         }
-    }
+        __syncwarp(); /* every lane has read carry before the product overwrites it */
 
-    /* 3. m = max per row over the row's four lanes; e = exp(e - m), 0 where m = -inf. */
-    float m[2];
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        float mx = -INFINITY;
-#pragma unroll
-        for (int q = 0; q < NQ; q++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) mx = fmaxf(mx, e[h][q][i]);
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        m[h] = mx;
-#pragma unroll
-        for (int q = 0; q < NQ; q++)
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                e[h][q][i] = mx == -INFINITY ? 0.0f : __expf(e[h][q][i] - mx);
-    }
-
-    if (root) { /* log p(x) = O + m + log sum_k e, summed in FP64 */
+        /* 3. m = max per row over the row's four lanes; e = exp(e - m), 0 where m = -inf. */
+        float mx[2];
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            double sum = 0.0;
+            float x = -INFINITY;
 #pragma unroll
             for (int q = 0; q < NQ; q++)
 #pragma unroll
-                for (int i = 0; i < 4; i++) sum += (double)e[h][q][i];
-            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-            if (t4 == 0 && ok[h])
-                a.logp[r[h]] = m[h] == -INFINITY ? -INFINITY : o[h] + (double)m[h] + log(sum);
+                for (int i = 0; i < 4; i++) x = fmaxf(x, e[h][q][i]);
+            x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+            x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+            mx[h] = x;
+#pragma unroll
+            for (int q = 0; q < NQ; q++)
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    e[h][q][i] = x == -INFINITY ? 0.0f : __expf(e[h][q][i] - x);
         }
-        return;
-    }
-    if (warp_smem_w<KP>()) {
-        /* The gang's exp(w) has arrived in shared memory (every warp of the block gets here:
-         * the group, so whether it is the root, is the gang's). */
-        asm volatile("cp.async.wait_all;\n" ::: "memory");
-        __syncthreads();
-    }
-    if (!active) return;
 
-    /* 4.-5. Per n-tile of 8 outputs: acc = e exp(w)^T in FP64 on the tensor cores (the lane's
-     *    exp(w)[8 n + g][k0 .. k0 + KP / 4) as 16-byte words), then rel = log acc at (row g or
-     *    g + 8, j = 8 n + 2 t and + 1); off = O + m. */
-    double ed[2][KP / 4];
+        if (root) { /* log p(x) = O + m + log sum_k e, summed in FP64 */
 #pragma unroll
-    for (int h = 0; h < 2; h++)
+            for (int h = 0; h < 2; h++) {
+                double sum = 0.0;
 #pragma unroll
-        for (int q = 0; q < NQ; q++)
+                for (int q = 0; q < NQ; q++)
 #pragma unroll
-            for (int i = 0; i < 4; i++) ed[h][4 * q + i] = (double)e[h][q][i];
-    constexpr int LDW = warp_smem_w<KP>() ? KP + 4 : KP;
-    const float *wg = (warp_smem_w<KP>() ? ws : a.wf + (size_t)gi * KP * KP) + k0;
-    float *out[2] = {a.rel + ((size_t)g.slot * a.chunk + r[0]) * K,
-                     a.rel + ((size_t)g.slot * a.chunk + r[1]) * K};
-#pragma unroll(KP == 64 ? 2 : NT)
-    for (int n = 0; n < NT; n++) {
-        const float4 *w4 = reinterpret_cast<const float4 *>(wg + (size_t)(8 * n + g8) * LDW);
-        double acc[2][2] = {{0.0, 0.0}, {0.0, 0.0}};
-#pragma unroll
-        for (int s4 = 0; s4 < KP / 16; s4++) {
-            const float4 w = warp_smem_w<KP>() ? w4[s4] : __ldg(w4 + s4);
-            const double wv[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                pc_gpu_dmma(acc[0], ed[0][4 * s4 + i], wv[i]);
-                pc_gpu_dmma(acc[1], ed[1][4 * s4 + i], wv[i]);
+                    for (int i = 0; i < 4; i++) sum += (double)e[h][q][i];
+                sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+                sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+                if (t4 == 0 && ok[h])
+                    a.logp[r[h]] = mx[h] == -INFINITY ? -INFINITY : o[h] + (double)mx[h] + log(sum);
             }
+            return;
         }
-        const int j = 8 * n + 2 * t4;
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const float v0 = pc_gpu_log((float)acc[h][0]), v1 = pc_gpu_log((float)acc[h][1]);
-            if (ok[h] && j < K) out[h][j] = v0;
-            if (ok[h] && j + 1 < K) out[h][j + 1] = v1;
+        /* The next group of the chain; its exp(w) goes to the other buffer once the gang's
+         * exp(w) of this group has arrived (every warp of the block gets here: the chain, so
+         * whether a group is the root, is the gang's; and every warp has finished the group
+         * before this one, the last reader of the other buffer). */
+        const int gn = top ? gi : __ldg(a.chain_groups + m + 1);
+        const float *wsm = ws + ((m - cb) & 1) * warp_ws_floats<KP>();
+        if (warp_smem_w<KP>()) {
+            asm volatile("cp.async.wait_all;\n" ::: "memory");
+            __syncthreads();
+            if (!top && __ldg(&a.groups[gn].slot) >= 0)
+                warp_stage_w<KP>(a.wf + (size_t)gn * KP * KP,
+                                 ws + ((m + 1 - cb) & 1) * warp_ws_floats<KP>());
         }
-    }
+        if (active) {
+
+            /* 4.-5. Per n-tile of 8 outputs: acc = e exp(w)^T in FP64 on the tensor cores (the lane's
+             *    exp(w)[8 n + g][k0 .. k0 + KP / 4) as 16-byte words), then rel = log acc at (row g or
+             *    g + 8, j = 8 n + 2 t and + 1); off = O + m. */
+            double ed[2][KP / 4];
 #pragma unroll
-    for (int h = 0; h < 2; h++)
-        if (ok[h] && t4 == 0)
-            a.off[(size_t)g.slot * a.chunk + r[h]] =
-                m[h] == -INFINITY ? -INFINITY : o[h] + (double)m[h];
-    /* Publish: every lane's stores, then one release of the counter. */
-    __syncwarp();
-    if (lane == 0) {
-        __threadfence();
-        atomicAdd(a.done + (size_t)gi * a.tiles + t, K);
+            for (int h = 0; h < 2; h++)
+#pragma unroll
+                for (int q = 0; q < NQ; q++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) ed[h][4 * q + i] = (double)e[h][q][i];
+            constexpr int LDW = warp_smem_w<KP>() ? KP + 4 : KP;
+            const float *wg = (warp_smem_w<KP>() ? wsm : a.wf + (size_t)gi * KP * KP) + k0;
+            /* The top writes its message to the chain's slot, the others to carry. */
+            float *out[2] = {a.rel + ((size_t)c * a.chunk + r[0]) * K,
+                             a.rel + ((size_t)c * a.chunk + r[1]) * K};
+#pragma unroll(KP == 64 ? 2 : NT)
+            for (int n = 0; n < NT; n++) {
+                const float4 *w4 = reinterpret_cast<const float4 *>(wg + (size_t)(8 * n + g8) * LDW);
+                double acc[2][2] = {{0.0, 0.0}, {0.0, 0.0}};
+#pragma unroll
+                for (int s4 = 0; s4 < KP / 16; s4++) {
+                    const float4 w = warp_smem_w<KP>() ? w4[s4] : __ldg(w4 + s4);
+                    const double wv[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        pc_gpu_dmma(acc[0], ed[0][4 * s4 + i], wv[i]);
+                        pc_gpu_dmma(acc[1], ed[1][4 * s4 + i], wv[i]);
+                    }
+                }
+                const int j = 8 * n + 2 * t4;
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const float v0 = pc_gpu_log((float)acc[h][0]), v1 = pc_gpu_log((float)acc[h][1]);
+                    if (!top) {
+                        *reinterpret_cast<float2 *>(carry + (g8 + 8 * h) * LDC + j) =
+                            make_float2(v0, v1);
+                        continue;
+                    }
+                    if (ok[h] && j < K) out[h][j] = v0;
+                    if (ok[h] && j + 1 < K) out[h][j + 1] = v1;
+                }
+            }
+#pragma unroll
+            for (int h = 0; h < 2; h++) o[h] = mx[h] == -INFINITY ? -INFINITY : o[h] + (double)mx[h];
+            if (top) {
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    if (ok[h] && t4 == 0) a.off[(size_t)c * a.chunk + r[h]] = o[h];
+                /* Publish: every lane's stores, then one release of the counter. */
+                __syncwarp();
+                if (lane == 0) {
+                    __threadfence();
+                    atomicAdd(a.done + (size_t)c * a.tiles + t, K);
+                }
+            }
+            __syncwarp(); /* carry written before the next group reads it */
+        }
+        gi = gn, g = a.groups[gn];
     }
 }
 
-/* The persistent loop: gangs of items (group-major, evaluation order) until none is left.
+/* The persistent loop: gangs of items (chain-major, chain order) until none is left.
  * Blocks per SM by K: 4 (128 registers) at K <= 64, 5 (96) at K <= 32, 8 (64) at K <= 16; a
- * lane holds 2 KP / 4 inputs in FP32 and again in FP64 for the mma. */
+ * lane holds 2 KP / 4 inputs in FP32 and again in FP64 for the mma. Dynamic shared memory:
+ * warp_smem_bytes<KP>(). */
 template <int KP, bool V4>
 static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 5 : 8)
     warp_kernel(pc_gpu_args a, int total) {
     const int lane = threadIdx.x & 31;
-    /* The block's warps take consecutive tiles of one group ("gang" of W tiles), so that the
-     * group's exp(w) comes from L2 once per block, then from L1 (measured: K = 16, batch 4096,
-     * 0.356 against 0.389 ms with every warp on its own item; 8-warp gangs were slower). One
-     * barrier per gang; waits and counters stay per warp. */
+    /* The block's warps take consecutive tiles of one chain ("gang" of W tiles), so that a
+     * group's exp(w) comes from L2 once per block, then from L1 or shared memory (measured:
+     * K = 16, batch 4096, 0.356 against 0.389 ms with every warp on its own item; 8-warp gangs
+     * were slower). One barrier per gang and group (K > 16); waits and counters stay per
+     * warp. */
     __shared__ int s_item[2];
-    __shared__ __align__(16) float ws[warp_smem_w<KP>() ? KP * (KP + 4) : 4];
+    extern __shared__ __align__(16) float smem[];
     constexpr int W = WARP_BLOCK / 32;
+    float *ws = smem, *carry = smem + 2 * warp_ws_floats<KP>() + (threadIdx.x >> 5) *
+                                                                     warp_carry_floats<KP>();
     const int warp = threadIdx.x >> 5, gangs = (a.tiles + W - 1) / W;
     if (threadIdx.x == 0) s_item[0] = atomicAdd(a.queue, 1);
     __syncthreads();
@@ -294,7 +349,7 @@ static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 5
         if (threadIdx.x == 0) next = atomicAdd(a.queue, 1);
         const int t = (item % gangs) * W + warp;
         if (warp_smem_w<KP>() || t < a.tiles)
-            warp_item<KP, V4>(a, item / gangs, t, lane, t < a.tiles, ws);
+            warp_chain<KP, V4>(a, item / gangs, t, lane, t < a.tiles, ws, carry);
         if (threadIdx.x == 0) s_item[it] = next;
         __syncthreads();
         item = s_item[it];
@@ -310,17 +365,25 @@ static warp_fn warp_pick(int K) {
     return v4 ? warp_kernel<64, true> : warp_kernel<64, false>;
 }
 
-/* The warp kernel's resident grid, into s->grid_warp (the tiles and counters are the caller's:
- * 16-sample runs, as the persistent strategy's). */
+static size_t warp_smem(int K) {
+    return K <= 16 ? warp_smem_bytes<16>() : K <= 32 ? warp_smem_bytes<32>() : warp_smem_bytes<64>();
+}
+
+/* The warp kernel's shared memory and resident grid, into s->grid_warp (the tiles and
+ * counters are the caller's: 16-sample runs, as the persistent strategy's); sets warp_ok, so
+ * that the slot plan adds the chains. */
 extern "C" pc_status pc_gpu_fuse_warp_prepare(pc_gpu_state *s) {
     pc_status st = PC_OK;
     int per_sm = 0;
     if (s->K > PC_GPU_WARP_MAX_K)
         return pc_fail(PC_ERR_UNSUPPORTED, "fuse warp strategy: takes K <= %d, not K = %d",
                        PC_GPU_WARP_MAX_K, s->K);
+    PC_GPU_CHECK(cudaFuncSetAttribute(warp_pick(s->K), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      (int)warp_smem(s->K)));
     PC_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, warp_pick(s->K),
-                                                               WARP_BLOCK, 0));
+                                                               WARP_BLOCK, warp_smem(s->K)));
     s->grid_warp = s->sms * (per_sm > 0 ? per_sm : 1);
+    s->warp_ok = 1;
 fail:
     return st;
 }
@@ -330,7 +393,29 @@ static pc_status warp_configure(pc_gpu_state *s) {
     return pc_gpu_fuse_warp_prepare(s);
 }
 
-/* exp(trans_logw) per group, in the kernel's layout, into s->d_wf. */
+/* The chains (s->chains, planned with the slots) into s->d_chain_*. */
+static pc_status warp_upload_chains(pc_gpu_state *s) {
+    pc_status st = PC_OK;
+    const pc_gpu_chains *ch = &s->chains;
+    const size_t nb = sizeof(int32_t) * ((size_t)ch->num_chains + 1);
+    const size_t ng = sizeof(int32_t) * (size_t)s->G, nc = sizeof(int32_t) * (size_t)s->G;
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_begin, nb, "chains"))) return st;
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_groups, ng, "chain groups"))) return st;
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_child, nc, "chain children"))) return st;
+    PC_GPU_CHECK(cudaMemcpy(s->d_chain_begin, ch->begin, nb, cudaMemcpyHostToDevice));
+    PC_GPU_CHECK(cudaMemcpy(s->d_chain_groups, ch->groups, ng, cudaMemcpyHostToDevice));
+    if (s->G > 1)
+        PC_GPU_CHECK(cudaMemcpy(s->d_chain_child, ch->child_chain, ng - sizeof(int32_t),
+                                cudaMemcpyHostToDevice));
+fail:
+    return st;
+}
+
+static size_t warp_chain_bytes(const pc_gpu_state *s) {
+    return sizeof(int32_t) * ((size_t)s->chains.num_chains + 1 + 2 * (size_t)s->G);
+}
+
+/* exp(trans_logw) per group, in the kernel's layout, into s->d_wf; and the chains. */
 extern "C" pc_status pc_gpu_fuse_warp_upload(pc_gpu_state *s) {
     pc_status st = PC_OK;
     const pc_circuit *c = s->circuit;
@@ -348,32 +433,39 @@ extern "C" pc_status pc_gpu_fuse_warp_upload(pc_gpu_state *s) {
     }
     if ((st = pc_gpu_alloc(s, (void **)&s->d_wf, bytes, "exp(trans_logw), padded"))) goto fail;
     PC_GPU_CHECK(cudaMemcpy(s->d_wf, h, bytes, cudaMemcpyHostToDevice));
+    st = warp_upload_chains(s);
 fail:
     free(h);
     return st;
 }
 
+/* The chains' slots are the common message buffer's (plan_slots counts them). */
 extern "C" size_t pc_gpu_fuse_warp_bytes(const pc_gpu_state *s, int64_t chunk) {
     (void)chunk;
-    return warp_w_bytes(s->G, warp_kp(s->K));
+    return warp_w_bytes(s->G, warp_kp(s->K)) + warp_chain_bytes(s);
 }
 
 extern "C" void pc_gpu_fuse_warp_release(pc_gpu_state *s) {
     pc_gpu_release(s, s->d_wf, warp_w_bytes(s->G, warp_kp(s->K)));
-    s->d_wf = NULL;
+    pc_gpu_release(s, s->d_chain_begin, sizeof(int32_t) * ((size_t)s->chains.num_chains + 1));
+    pc_gpu_release(s, s->d_chain_groups, sizeof(int32_t) * (size_t)s->G);
+    pc_gpu_release(s, s->d_chain_child, sizeof(int32_t) * (size_t)s->G);
+    s->d_wf = NULL, s->d_chain_begin = s->d_chain_groups = s->d_chain_child = NULL;
 }
 
 extern "C" pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args *a,
                                               cudaStream_t stream) {
     pc_status st = PC_OK;
-    const int64_t total = (int64_t)s->G * ((a->tiles + WARP_BLOCK / 32 - 1) / (WARP_BLOCK / 32));
+    const int64_t total =
+        (int64_t)s->chains.num_chains * ((a->tiles + WARP_BLOCK / 32 - 1) / (WARP_BLOCK / 32));
     if (total > INT32_MAX)
         return pc_fail(PC_ERR_UNSUPPORTED,
-                       "fuse warp strategy: %d groups make %lld work gangs for %d samples, more "
-                       "than the queue counts (2^31 - 1)", s->G, (long long)total, a->n);
+                       "fuse warp strategy: %d chains make %lld work gangs for %d samples, more "
+                       "than the queue counts (2^31 - 1)", s->chains.num_chains,
+                       (long long)total, a->n);
     const int grid = total < s->grid_warp ? (int)total : s->grid_warp;
     if ((st = pc_gpu_reset_counters(a, stream))) return st;
-    warp_pick(s->K)<<<grid, WARP_BLOCK, 0, stream>>>(*a, (int)total);
+    warp_pick(s->K)<<<grid, WARP_BLOCK, warp_smem(s->K), stream>>>(*a, (int)total);
     PC_GPU_CHECK(cudaGetLastError());
 fail:
     return st;

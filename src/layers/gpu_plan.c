@@ -64,3 +64,43 @@ int32_t pc_gpu_split_layers(const pc_circuit *c, int64_t wide_items, int64_t nar
     }
     return split;
 }
+
+pc_status pc_gpu_chain_plan(const pc_circuit *c, int32_t max_len, pc_gpu_chains *out) {
+    if (!c || !out || max_len < 1)
+        return pc_fail(PC_ERR_ARG, "pc_gpu_chain_plan: NULL argument or max_len < 1");
+    const int32_t G = c->num_groups;
+    pc_gpu_chains ch = {0};
+    int32_t *chain_of = malloc(sizeof(int32_t) * (size_t)G);
+    ch.begin = malloc(sizeof(int32_t) * (size_t)(G + 1));
+    ch.groups = malloc(sizeof(int32_t) * (size_t)G);
+    ch.child_chain = malloc(sizeof(int32_t) * (size_t)(G > 1 ? G - 1 : 1));
+    if (!chain_of || !ch.begin || !ch.groups || !ch.child_chain) {
+        free(chain_of), pc_gpu_chains_free(&ch);
+        return pc_fail(PC_ERR_NOMEM, "GPU chain plan for %d groups: out of host memory", G);
+    }
+    /* Evaluation order: a group continues its only child's chain (if shorter than max_len), or
+     * starts one; begin[chain + 1] counts the members, then turns into offsets. */
+    for (int32_t i = 0; i <= G; i++) ch.begin[i] = 0;
+    for (int32_t g = 0; g < G; g++) {
+        const int32_t nch = c->child_start[g + 1] - c->child_start[g];
+        const int32_t below = nch == 1 ? chain_of[c->group_children[c->child_start[g]]] : -1;
+        chain_of[g] = below >= 0 && ch.begin[below + 1] < max_len ? below : ch.num_chains++;
+        ch.begin[chain_of[g] + 1]++;
+    }
+    for (int32_t i = 0; i < ch.num_chains; i++) ch.begin[i + 1] += ch.begin[i];
+    /* Members in evaluation order, so bottom to top; begin[i] walks to begin[i + 1] and back. */
+    for (int32_t g = 0; g < G; g++) ch.groups[ch.begin[chain_of[g]]++] = g;
+    for (int32_t i = ch.num_chains; i > 0; i--) ch.begin[i] = ch.begin[i - 1];
+    ch.begin[0] = 0;
+    for (int32_t i = 0; i < G - 1; i++) ch.child_chain[i] = chain_of[c->group_children[i]];
+    free(chain_of);
+    *out = ch;
+    return PC_OK;
+}
+
+void pc_gpu_chains_free(pc_gpu_chains *ch) {
+    if (!ch) return;
+    free(ch->begin), free(ch->groups), free(ch->child_chain);
+    ch->begin = ch->groups = ch->child_chain = NULL;
+    ch->num_chains = 0;
+}

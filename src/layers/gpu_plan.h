@@ -44,6 +44,26 @@ pc_status pc_gpu_plan(const pc_circuit *circuit, pc_gpu_group *groups, int32_t *
 int32_t pc_gpu_split_layers(const pc_circuit *circuit, int64_t wide_items, int64_t narrow_items,
                             double wide_cost, int64_t min_wide, int32_t grid);
 
+/* Chains for the fuse warp strategy (cuda_fuse_warp.cu). A chain is a path of groups up the
+ * tree in which every group above the first has exactly one child group, the one below it: a
+ * warp item takes a chain for its samples and hands each message to the next group in shared
+ * memory, with no slot, no counter and no wait in between. Only a chain's top writes a
+ * message, into slot `chain index` (slots are not reused, so no chain waits on a reader), and
+ * only a chain's first group (its bottom) reads messages of other chains: its children, each
+ * the top of a chain listed earlier. Chains come in the evaluation order of their bottoms, so
+ * a work queue in chain order never hands out an item before the items it waits on. */
+typedef struct pc_gpu_chains {
+    int32_t num_chains;
+    int32_t *begin;       /* [num_chains + 1] ranges of `groups` */
+    int32_t *groups;      /* [G] each chain's groups, bottom (first evaluated) to top */
+    int32_t *child_chain; /* [G - 1] the chain, so the slot, of each entry of group_children */
+} pc_gpu_chains;
+
+/* Fills *chains (arrays allocated here; release with pc_gpu_chains_free), each chain at most
+ * max_len groups long. */
+pc_status pc_gpu_chain_plan(const pc_circuit *circuit, int32_t max_len, pc_gpu_chains *chains);
+void pc_gpu_chains_free(pc_gpu_chains *chains);
+
 #ifdef __cplusplus
 }
 #endif
