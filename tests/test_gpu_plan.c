@@ -97,7 +97,6 @@ static int32_t check_chains(const pc_circuit *c, int32_t max_len) {
                     assert_true(below >= 0);
                     assert_int_equal(ch.begin[below + 1] - ch.begin[below], max_len);
                 }
-                if (i > 0) assert_true(ch.groups[ch.begin[i - 1]] < g); /* bottoms in order */
             } else {
                 assert_int_equal(nch, 1); /* the one child is the group below */
                 assert_int_equal(c->group_children[c->child_start[g]], ch.groups[m - 1]);
@@ -109,17 +108,26 @@ static int32_t check_chains(const pc_circuit *c, int32_t max_len) {
                     ch.begin[i + 1] - ch.begin[i] == max_len);
     }
     for (int32_t g = 0; g < G; g++) assert_true(chain_of[g] >= 0);
-    /* A bottom's children are tops of earlier chains, found through child_chain. */
+    /* A bottom's children are tops of earlier chains, found through child_chain; chains come
+     * by the step they can start at, one step per group (ties by their bottoms). */
+    int32_t *finish = malloc(sizeof(int32_t) * (size_t)n), last_start = 0;
+    assert_non_null(finish);
     for (int32_t i = 0; i < n; i++) {
         const int32_t b = ch.groups[ch.begin[i]];
+        int32_t start = 0;
         for (int32_t k = c->child_start[b]; k < c->child_start[b + 1]; k++) {
             const int32_t q = ch.child_chain[k], child = c->group_children[k];
             assert_int_equal(q, chain_of[child]);
             assert_true(q < i);
             assert_int_equal(ch.groups[ch.begin[q + 1] - 1], child);
+            if (finish[q] > start) start = finish[q];
         }
+        finish[i] = start + ch.begin[i + 1] - ch.begin[i];
+        assert_true(start >= last_start);
+        if (i > 0 && start == last_start) assert_true(ch.groups[ch.begin[i - 1]] < b);
+        last_start = start;
     }
-    free(chain_of);
+    free(finish), free(chain_of);
     pc_gpu_chains_free(&ch);
     return n;
 }

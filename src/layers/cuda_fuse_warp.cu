@@ -119,11 +119,12 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
     constexpr int LDC = KP + 4; /* carry's row stride */
     const int g8 = lane >> 2, t4 = lane & 3, K = a.K, k0 = t4 * (KP / 4);
     const int cb = __ldg(a.chain_begin + c), ce = __ldg(a.chain_begin + c + 1);
-    const int64_t b0 = (int64_t)t * WARP_ROWS;
-    const int64_t r[2] = {b0 + g8, b0 + g8 + 8};
+    /* Rows as int (n is an int32): fewer registers for the state kept through a chain. */
+    const int b0 = t * WARP_ROWS;
+    const int r[2] = {b0 + g8, b0 + g8 + 8};
     const bool ok[2] = {r[0] < a.n, r[1] < a.n};
-    const int64_t rr[2] = {ok[0] ? r[0] : b0, ok[1] ? r[1] : b0}; /* rows past n read b0 */
-    const size_t V = (size_t)a.V;
+    const int rr[2] = {ok[0] ? r[0] : b0, ok[1] ? r[1] : b0}; /* rows past n read b0 */
+    const int V = a.V;
     int gi = __ldg(a.chain_groups + cb);
     pc_gpu_group g = a.groups[gi];
     if (warp_smem_w<KP>() && g.slot >= 0) warp_stage_w<KP>(a.wf + (size_t)gi * KP * KP, ws);
@@ -324,8 +325,11 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
  * Blocks per SM by K: 4 (128 registers) at K <= 64, 5 (96) at K <= 32, 8 (64) at K <= 16; a
  * lane holds 2 KP / 4 inputs in FP32 and again in FP64 for the mma. Dynamic shared memory:
  * warp_smem_bytes<KP>(). */
+#ifndef WARP_MINB16
+#define WARP_MINB16 8
+#endif
 template <int KP, bool V4>
-static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 5 : 8)
+static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 5 : WARP_MINB16)
     warp_kernel(pc_gpu_args a, int total) {
     const int lane = threadIdx.x & 31;
     /* The block's warps take consecutive tiles of one chain ("gang" of W tiles), so that a

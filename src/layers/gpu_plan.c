@@ -65,6 +65,49 @@ int32_t pc_gpu_split_layers(const pc_circuit *c, int64_t wide_items, int64_t nar
     return split;
 }
 
+/* Reorders the chains (listed in the evaluation order of their bottoms) by the step at which
+ * each can start if every group takes one step: start = the latest finish of the chains its
+ * bottom reads, finish = start + length; stable, so ties keep the bottoms' order. A chain's
+ * children finish, so start, earlier: they stay ahead of it. */
+static pc_status order_chains(const pc_circuit *c, pc_gpu_chains *ch) {
+    const int32_t n = ch->num_chains, G = c->num_groups;
+    int32_t *start = malloc(sizeof(int32_t) * (size_t)n);
+    int32_t *finish = malloc(sizeof(int32_t) * (size_t)n);
+    int32_t *count = calloc((size_t)G + 2, sizeof(int32_t));
+    int32_t *rank = malloc(sizeof(int32_t) * (size_t)n);
+    int32_t *begin = malloc(sizeof(int32_t) * (size_t)(n + 1));
+    int32_t *groups = malloc(sizeof(int32_t) * (size_t)G);
+    pc_status st = PC_OK;
+    if (!start || !finish || !count || !rank || !begin || !groups) {
+        st = pc_fail(PC_ERR_NOMEM, "GPU chain plan for %d groups: out of host memory", G);
+        goto done;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t b = ch->groups[ch->begin[i]];
+        start[i] = 0;
+        for (int32_t k = c->child_start[b]; k < c->child_start[b + 1]; k++)
+            if (finish[ch->child_chain[k]] > start[i]) start[i] = finish[ch->child_chain[k]];
+        finish[i] = start[i] + ch->begin[i + 1] - ch->begin[i];
+        count[start[i] + 1]++; /* start <= G - 1 */
+    }
+    for (int32_t l = 0; l <= G; l++) count[l + 1] += count[l];
+    for (int32_t i = 0; i < n; i++) rank[i] = count[start[i]]++;
+    begin[0] = 0;
+    for (int32_t i = 0; i < n; i++) count[rank[i]] = i; /* now count[rank] = chain */
+    for (int32_t r = 0; r < n; r++) {
+        const int32_t i = count[r], len = ch->begin[i + 1] - ch->begin[i];
+        for (int32_t m = 0; m < len; m++) groups[begin[r] + m] = ch->groups[ch->begin[i] + m];
+        begin[r + 1] = begin[r] + len;
+    }
+    for (int32_t k = 0; k < G - 1; k++) ch->child_chain[k] = rank[ch->child_chain[k]];
+    free(ch->begin), free(ch->groups);
+    ch->begin = begin, ch->groups = groups;
+    begin = groups = NULL;
+done:
+    free(start), free(finish), free(count), free(rank), free(begin), free(groups);
+    return st;
+}
+
 pc_status pc_gpu_chain_plan(const pc_circuit *c, int32_t max_len, pc_gpu_chains *out) {
     if (!c || !out || max_len < 1)
         return pc_fail(PC_ERR_ARG, "pc_gpu_chain_plan: NULL argument or max_len < 1");
@@ -94,6 +137,11 @@ pc_status pc_gpu_chain_plan(const pc_circuit *c, int32_t max_len, pc_gpu_chains 
     ch.begin[0] = 0;
     for (int32_t i = 0; i < G - 1; i++) ch.child_chain[i] = chain_of[c->group_children[i]];
     free(chain_of);
+    pc_status st = order_chains(c, &ch);
+    if (st) {
+        pc_gpu_chains_free(&ch);
+        return st;
+    }
     *out = ch;
     return PC_OK;
 }

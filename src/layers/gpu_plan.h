@@ -50,8 +50,10 @@ int32_t pc_gpu_split_layers(const pc_circuit *circuit, int64_t wide_items, int64
  * memory, with no slot, no counter and no wait in between. Only a chain's top writes a
  * message, into slot `chain index` (slots are not reused, so no chain waits on a reader), and
  * only a chain's first group (its bottom) reads messages of other chains: its children, each
- * the top of a chain listed earlier. Chains come in the evaluation order of their bottoms, so
- * a work queue in chain order never hands out an item before the items it waits on. */
+ * the top of a chain listed earlier, so a work queue in chain order never hands out an item
+ * before the items it waits on. Chains come in the order in which they could start if every
+ * group took one step (a chain starts when the chains it reads have finished), so that an item
+ * seldom waits long for its children while the chains it waits on run. */
 typedef struct pc_gpu_chains {
     int32_t num_chains;
     int32_t *begin;       /* [num_chains + 1] ranges of `groups` */
