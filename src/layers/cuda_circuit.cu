@@ -15,7 +15,7 @@
 #define PC_GPU_MEM_SHARE 0.9
 /* Longest chain of the warp strategy (gpu_plan.h). */
 #ifndef PC_GPU_CHAIN_MAX
-#define PC_GPU_CHAIN_MAX INT32_MAX
+#define PC_GPU_CHAIN_MAX 4
 #endif
 
 pc_status pc_gpu_alloc(pc_gpu_state *s, void **ptr, size_t bytes, const char *what) {

@@ -103,8 +103,12 @@ template <int KP> static __host__ __device__ constexpr int warp_ws_floats() {
 template <int KP> static __host__ __device__ constexpr int warp_carry_floats() {
     return WARP_ROWS * (KP + 4);
 }
+#ifndef WARP_WS_BUFS
+#define WARP_WS_BUFS 2
+#endif
 template <int KP> static constexpr size_t warp_smem_bytes() {
-    return (2 * warp_ws_floats<KP>() + WARP_BLOCK / 32 * warp_carry_floats<KP>()) * sizeof(float);
+    return (WARP_WS_BUFS * warp_ws_floats<KP>() + WARP_BLOCK / 32 * warp_carry_floats<KP>()) *
+           sizeof(float);
 }
 
 /* One item: chain c, samples 16 t .. 16 t + 15, all K outputs of each group, by one warp.
@@ -250,13 +254,13 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
          * whether a group is the root, is the gang's; and every warp has finished the group
          * before this one, the last reader of the other buffer). */
         const int gn = top ? gi : __ldg(a.chain_groups + m + 1);
-        const float *wsm = ws + ((m - cb) & 1) * warp_ws_floats<KP>();
+        const float *wsm = ws + ((m - cb) % WARP_WS_BUFS) * warp_ws_floats<KP>();
         if (warp_smem_w<KP>()) {
             asm volatile("cp.async.wait_all;\n" ::: "memory");
             __syncthreads();
-            if (!top && __ldg(&a.groups[gn].slot) >= 0)
+            if (WARP_WS_BUFS == 2 && !top && __ldg(&a.groups[gn].slot) >= 0)
                 warp_stage_w<KP>(a.wf + (size_t)gn * KP * KP,
-                                 ws + ((m + 1 - cb) & 1) * warp_ws_floats<KP>());
+                                 ws + ((m + 1 - cb) % WARP_WS_BUFS) * warp_ws_floats<KP>());
         }
         if (active) {
 
@@ -316,6 +320,10 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                 }
             }
             __syncwarp(); /* carry written before the next group reads it */
+        }
+        if (warp_smem_w<KP>() && WARP_WS_BUFS == 1 && !top) {
+            __syncthreads(); /* every warp is done with ws */
+            if (__ldg(&a.groups[gn].slot) >= 0) warp_stage_w<KP>(a.wf + (size_t)gn * KP * KP, ws);
         }
         gi = gn, g = a.groups[gn];
     }
