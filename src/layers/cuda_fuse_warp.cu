@@ -348,8 +348,8 @@ static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 5
     __shared__ int s_item[2];
     extern __shared__ __align__(16) float smem[];
     constexpr int W = WARP_BLOCK / 32;
-    float *ws = smem, *carry = smem + 2 * warp_ws_floats<KP>() + (threadIdx.x >> 5) *
-                                                                     warp_carry_floats<KP>();
+    float *ws = smem, *carry = smem + WARP_WS_BUFS * warp_ws_floats<KP>() +
+                               (threadIdx.x >> 5) * warp_carry_floats<KP>();
     const int warp = threadIdx.x >> 5, gangs = (a.tiles + W - 1) / W;
     if (threadIdx.x == 0) s_item[0] = atomicAdd(a.queue, 1);
     __syncthreads();
