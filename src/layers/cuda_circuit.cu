@@ -248,8 +248,7 @@ void pc_gpu_fill_args(const pc_gpu_state *s, int64_t n, int buf, int has_missing
     a->wf = s->d_wf;
     a->wq = s->d_wq, a->table = s->d_table, a->root_logw = s->d_root_logw;
     a->chain_begin = s->d_chain_begin, a->chain_groups = s->d_chain_groups;
-    a->chain_child = s->d_chain_child, a->chain_parent = s->d_chain_parent;
-    a->chain_need = s->d_chain_need;
+    a->chain_child = s->d_chain_child;
     a->x = s->d_x[buf], a->missing = has_missing ? s->d_missing[buf] : NULL;
     a->off = s->d_off, a->rel = s->d_rel, a->logp = s->d_logp[buf];
     a->done = s->d_done, a->queue = s->d_done + (size_t)s->G * s->max_tiles;

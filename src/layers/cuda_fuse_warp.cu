@@ -5,19 +5,14 @@
  * much of their time in barriers and dependent loads between phases, with 24-32 warps per SM.
  * A warp item needs no barrier: the warp gathers its samples' inputs into registers, takes the
  * max and the exp there, multiplies on the tensor cores and writes the logs, while the SM's
- * other warps run other items.
+ * other warps run other items. Items are handed out in chain order through an atomic counter
+ * and wait on their children's counters, as in the persistent strategy.
  *
  * Why chains: most groups of an HCLT have one child group (387 of the 549 sum groups of the
  * MNIST model), so the tree is mostly paths. A chain (gpu_plan.h) is such a path; the warp
  * runs it bottom to top and hands each group's message to the next in shared memory, so only
- * the chain's bottom loads messages from L2 and only its top writes one (the MNIST tree: 163
- * chains of at most four groups instead of 550 items per tile).
- *
- * Why no waits: the leaf chains come from a queue, and the block that finishes the last child
- * of a chain runs that chain next (a counter per chain and gang of tiles). In the earlier
- * design every item came from the queue in a fixed order and polled its children's counters;
- * at K = 64 those polls were the kernel's most executed block, and a waiting warp held one of
- * the SM's 16 warp slots doing nothing.
+ * the chain's bottom waits on counters and loads messages from L2, and only its top writes
+ * one and raises a counter (the MNIST tree: 163 chains instead of 550 items per tile).
  *
  * The product out[b, j] = sum_k e[b, k] exp(w[j, k]) runs as mma.m8n8k4.f64: FP64 products
  * and sums of the FP32 operands, so it is exact to far below FP32 (only e, from an FP32 exp,
@@ -64,6 +59,19 @@ static __device__ __forceinline__ void warp_load4(const float *p, int k, int K, 
         for (int i = 0; i < 4; i++)
             v[i] = k + i < K ? (CG ? __ldcg(p + k + i) : __ldg(p + k + i)) : 0.0f;
     }
+}
+
+/* Lanes wait (one child each) until every child chain of a chain's bottom g has finished the
+ * item's 16 samples; then their writes are visible to the whole warp. (Chains have slots of
+ * their own, so no chain waits on the reader of a slot's previous message.) */
+static __device__ __forceinline__ void warp_wait(const pc_gpu_args &a, const pc_gpu_group &g,
+                                                 int t, int lane) {
+    for (int i = g.child_begin + lane; i < g.child_end; i += 32) {
+        const volatile int32_t *d = a.done + (size_t)__ldg(a.chain_child + i) * a.tiles + t;
+        while (*d < a.K) __nanosleep(32);
+        __threadfence();
+    }
+    __syncwarp();
 }
 
 /* Whether the gang takes its exp(w) from shared memory (K > 16: measured on the H200, K = 64,
@@ -124,6 +132,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
     int gi = __ldg(a.chain_groups + cb);
     pc_gpu_group g = a.groups[gi];
     if (warp_smem_w<KP>() && g.slot >= 0) warp_stage_w<KP>(a.wf + (size_t)gi * KP * KP, ws);
+    if (active) warp_wait(a, g, t, lane);
     double o[2] = {0.0, 0.0}; /* the offsets the group below hands on */
 
     for (int m = cb; m < ce; m++) {
@@ -303,10 +312,12 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
 #pragma unroll
                 for (int h = 0; h < 2; h++)
                     if (ok[h] && t4 == 0) a.off[(size_t)c * a.chunk + r[h]] = o[h];
-                /* Every lane's stores, then one release for the warp (the block's barrier
-                 * and the parent's counter follow in the kernel). */
+                /* Publish: every lane's stores, then one release of the counter. */
                 __syncwarp();
-                if (lane == 0) __threadfence();
+                if (lane == 0) {
+                    __threadfence();
+                    atomicAdd(a.done + (size_t)c * a.tiles + t, K);
+                }
             }
             __syncwarp(); /* carry written before the next group reads it */
         }
@@ -318,55 +329,42 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
     }
 }
 
-/* The persistent loop. Work comes in gangs: a chain for W consecutive tiles, one warp each, so
- * that a group's exp(w) comes from L2 once per block, then from L1 or shared memory
- * (measured: K = 16, batch 4096, 0.356 against 0.389 ms with every warp on its own item;
- * 8-warp gangs were slower). A block takes gangs of leaf chains from the queue; when it has
- * finished a chain it counts itself in at the parent chain's counter for the gang, and the
- * block that completes the count runs the parent at once, its children's messages being
- * written. So no item ever waits, and the tree is climbed by whoever finished last. Blocks per
- * SM by K: 4 (128 registers) at K <= 64, 5 (96) at K <= 32, 8 (64) at K <= 16; a lane holds
- * 2 KP / 4 inputs in FP32 and again in FP64 for the mma. Dynamic shared memory:
- * warp_smem_bytes<KP>(); `total` = leaf chains x gangs. */
+/* The persistent loop: gangs of items (chain-major, chain order) until none is left.
+ * Blocks per SM by K: 4 (128 registers) at K <= 64, 5 (96) at K <= 32, 8 (64) at K <= 16; a
+ * lane holds 2 KP / 4 inputs in FP32 and again in FP64 for the mma. Dynamic shared memory:
+ * warp_smem_bytes<KP>(). */
 #ifndef WARP_MINB16
 #define WARP_MINB16 8
 #endif
 template <int KP, bool V4>
 static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 5 : WARP_MINB16)
     warp_kernel(pc_gpu_args a, int total) {
-    constexpr int W = WARP_BLOCK / 32;
-    __shared__ int s_next;
+    const int lane = threadIdx.x & 31;
+    /* The block's warps take consecutive tiles of one chain ("gang" of W tiles), so that a
+     * group's exp(w) comes from L2 once per block, then from L1 or shared memory (measured:
+     * K = 16, batch 4096, 0.356 against 0.389 ms with every warp on its own item; 8-warp gangs
+     * were slower). One barrier per gang and group (K > 16); waits and counters stay per
+     * warp. */
+    __shared__ int s_item[2];
     extern __shared__ __align__(16) float smem[];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gangs = (a.tiles + W - 1) / W;
+    constexpr int W = WARP_BLOCK / 32;
     float *ws = smem, *carry = smem + WARP_WS_BUFS * warp_ws_floats<KP>() +
-                               warp * warp_carry_floats<KP>();
-    for (;;) {
-        if (threadIdx.x == 0) s_next = atomicAdd(a.queue, 1);
+                               (threadIdx.x >> 5) * warp_carry_floats<KP>();
+    const int warp = threadIdx.x >> 5, gangs = (a.tiles + W - 1) / W;
+    if (threadIdx.x == 0) s_item[0] = atomicAdd(a.queue, 1);
+    __syncthreads();
+    int item = s_item[0];
+    for (int it = 1; item < total; it ^= 1) {
+        /* The next gang is fetched while this one runs; double-buffered, so a warp still
+         * reading the slot of this gang cannot see it overwritten. */
+        int next = 0;
+        if (threadIdx.x == 0) next = atomicAdd(a.queue, 1);
+        const int t = (item % gangs) * W + warp;
+        if (warp_smem_w<KP>() || t < a.tiles)
+            warp_chain<KP, V4>(a, item / gangs, t, lane, t < a.tiles, ws, carry);
+        if (threadIdx.x == 0) s_item[it] = next;
         __syncthreads();
-        const int item = s_next;
-        if (item >= total) return;
-        const int gang = item % gangs, t = gang * W + warp;
-        for (int c = item / gangs; c >= 0;) {
-            if (warp_smem_w<KP>() || t < a.tiles)
-                warp_chain<KP, V4>(a, c, t, lane, t < a.tiles, ws, carry);
-            __syncthreads(); /* every warp's message is out (each warp fenced its own) */
-            if (threadIdx.x == 0) {
-                const int p = __ldg(a.chain_parent + c);
-                int run = -1;
-                if (p >= 0) {
-                    __threadfence();
-                    if (atomicAdd(a.done + (size_t)p * gangs + gang, 1) ==
-                        __ldg(a.chain_need + p) - 1) {
-                        __threadfence(); /* the other children's messages, before reading */
-                        run = p;
-                    }
-                }
-                s_next = run;
-            }
-            __syncthreads();
-            c = s_next;
-            __syncthreads(); /* s_next read by all before thread 0 writes it again */
-        }
+        item = s_item[it];
     }
 }
 
@@ -412,16 +410,12 @@ static pc_status warp_upload_chains(pc_gpu_state *s) {
     pc_status st = PC_OK;
     const pc_gpu_chains *ch = &s->chains;
     const size_t nb = sizeof(int32_t) * ((size_t)ch->num_chains + 1);
-    const size_t ng = sizeof(int32_t) * (size_t)s->G, nn = nb - sizeof(int32_t);
+    const size_t ng = sizeof(int32_t) * (size_t)s->G, nc = sizeof(int32_t) * (size_t)s->G;
     if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_begin, nb, "chains"))) return st;
     if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_groups, ng, "chain groups"))) return st;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_child, ng, "chain children"))) return st;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_parent, nn, "chain parents"))) return st;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_need, nn, "chain counts"))) return st;
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_child, nc, "chain children"))) return st;
     PC_GPU_CHECK(cudaMemcpy(s->d_chain_begin, ch->begin, nb, cudaMemcpyHostToDevice));
     PC_GPU_CHECK(cudaMemcpy(s->d_chain_groups, ch->groups, ng, cudaMemcpyHostToDevice));
-    PC_GPU_CHECK(cudaMemcpy(s->d_chain_parent, ch->parent, nn, cudaMemcpyHostToDevice));
-    PC_GPU_CHECK(cudaMemcpy(s->d_chain_need, ch->need, nn, cudaMemcpyHostToDevice));
     if (s->G > 1)
         PC_GPU_CHECK(cudaMemcpy(s->d_chain_child, ch->child_chain, ng - sizeof(int32_t),
                                 cudaMemcpyHostToDevice));
@@ -430,7 +424,7 @@ fail:
 }
 
 static size_t warp_chain_bytes(const pc_gpu_state *s) {
-    return sizeof(int32_t) * (3 * (size_t)s->chains.num_chains + 1 + 2 * (size_t)s->G);
+    return sizeof(int32_t) * ((size_t)s->chains.num_chains + 1 + 2 * (size_t)s->G);
 }
 
 /* exp(trans_logw) per group, in the kernel's layout, into s->d_wf; and the chains. */
@@ -468,21 +462,18 @@ extern "C" void pc_gpu_fuse_warp_release(pc_gpu_state *s) {
     pc_gpu_release(s, s->d_chain_begin, sizeof(int32_t) * ((size_t)s->chains.num_chains + 1));
     pc_gpu_release(s, s->d_chain_groups, sizeof(int32_t) * (size_t)s->G);
     pc_gpu_release(s, s->d_chain_child, sizeof(int32_t) * (size_t)s->G);
-    pc_gpu_release(s, s->d_chain_parent, sizeof(int32_t) * (size_t)s->chains.num_chains);
-    pc_gpu_release(s, s->d_chain_need, sizeof(int32_t) * (size_t)s->chains.num_chains);
     s->d_wf = NULL, s->d_chain_begin = s->d_chain_groups = s->d_chain_child = NULL;
-    s->d_chain_parent = s->d_chain_need = NULL;
 }
 
 extern "C" pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args *a,
                                               cudaStream_t stream) {
     pc_status st = PC_OK;
     const int64_t total =
-        (int64_t)s->chains.num_leaves * ((a->tiles + WARP_BLOCK / 32 - 1) / (WARP_BLOCK / 32));
+        (int64_t)s->chains.num_chains * ((a->tiles + WARP_BLOCK / 32 - 1) / (WARP_BLOCK / 32));
     if (total > INT32_MAX)
         return pc_fail(PC_ERR_UNSUPPORTED,
-                       "fuse warp strategy: %d leaf chains make %lld work gangs for %d samples, "
-                       "more than the queue counts (2^31 - 1)", s->chains.num_leaves,
+                       "fuse warp strategy: %d chains make %lld work gangs for %d samples, more "
+                       "than the queue counts (2^31 - 1)", s->chains.num_chains,
                        (long long)total, a->n);
     const int grid = total < s->grid_warp ? (int)total : s->grid_warp;
     if ((st = pc_gpu_reset_counters(a, stream))) return st;

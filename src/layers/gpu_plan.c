@@ -136,36 +136,19 @@ pc_status pc_gpu_chain_plan(const pc_circuit *c, int32_t max_len, pc_gpu_chains 
     for (int32_t i = ch.num_chains; i > 0; i--) ch.begin[i] = ch.begin[i - 1];
     ch.begin[0] = 0;
     for (int32_t i = 0; i < G - 1; i++) ch.child_chain[i] = chain_of[c->group_children[i]];
+    free(chain_of);
     pc_status st = order_chains(c, &ch);
     if (st) {
-        free(chain_of), pc_gpu_chains_free(&ch);
+        pc_gpu_chains_free(&ch);
         return st;
     }
-    ch.parent = malloc(sizeof(int32_t) * (size_t)ch.num_chains);
-    ch.need = malloc(sizeof(int32_t) * (size_t)ch.num_chains);
-    if (!ch.parent || !ch.need) {
-        free(chain_of), pc_gpu_chains_free(&ch);
-        return pc_fail(PC_ERR_NOMEM, "GPU chain plan for %d groups: out of host memory", G);
-    }
-    /* In the final order: each chain's parent chain (that of its top's parent group, whose
-     * bottom that group is) and how many chains its bottom reads. */
-    for (int32_t i = 0; i < ch.num_chains; i++)
-        for (int32_t m = ch.begin[i]; m < ch.begin[i + 1]; m++) chain_of[ch.groups[m]] = i;
-    ch.num_leaves = 0;
-    for (int32_t i = 0; i < ch.num_chains; i++) {
-        const int32_t b = ch.groups[ch.begin[i]], top = ch.groups[ch.begin[i + 1] - 1];
-        ch.parent[i] = c->group_parent[top] < 0 ? -1 : chain_of[c->group_parent[top]];
-        ch.need[i] = c->child_start[b + 1] - c->child_start[b];
-        ch.num_leaves += ch.need[i] == 0;
-    }
-    free(chain_of);
     *out = ch;
     return PC_OK;
 }
 
 void pc_gpu_chains_free(pc_gpu_chains *ch) {
     if (!ch) return;
-    free(ch->begin), free(ch->groups), free(ch->child_chain), free(ch->parent), free(ch->need);
-    ch->begin = ch->groups = ch->child_chain = ch->parent = ch->need = NULL;
-    ch->num_chains = ch->num_leaves = 0;
+    free(ch->begin), free(ch->groups), free(ch->child_chain);
+    ch->begin = ch->groups = ch->child_chain = NULL;
+    ch->num_chains = 0;
 }
