@@ -79,14 +79,32 @@ static __device__ __forceinline__ void warp_wait(const pc_gpu_args &a, const pc_
  * (K <= 16, where the copy and its barrier cost more than they save: 0.97-0.99x). */
 template <int KP> static __host__ __device__ constexpr bool warp_smem_w() { return KP > 16; }
 
-/* The block copies one group's exp(w) ([KP][KP], 16-byte aligned) into ws[KP][KP + 4] with
- * cp.async (rows 16 bytes apart in the banks, so the lanes' 16-byte reads of 8 rows do not
- * collide); the caller waits for it before reading. */
+/* Shared-memory layout. A lane reads its row's quads of k as 16-byte words (8 lanes, rows g
+ * and g + 1 of the same k-quarter pattern, per wavefront) and writes outputs as 8-byte words
+ * (16 lanes, 4 rows). Row strides of KP + 8 floats (LD) and a rotation of the order in which
+ * a lane walks its quads (warp_rot) put the lanes of every such wavefront on different banks
+ * at K = 32 and 64 (with KP + 4 and no rotation, half the shared-memory wavefronts of the
+ * K = 64 kernel were repeats, as Nsight Compute counted). At K = 16 (one quad per row, and
+ * exp(w) from L1) the stride stays KP + 4. */
+template <int KP> static __host__ __device__ constexpr int warp_ld() {
+    return KP > 16 ? KP + 8 : KP + 4;
+}
+
+/* Quad q of lane t (t = 0..3) holds k = t KP / 4 + 4 ((q + warp_rot(t)) % NQ) + 0..3. */
+template <int KP> static __device__ __forceinline__ int warp_rot(int t4) {
+#ifdef WARP_NOROT
+    return 0;
+#endif
+    return KP == 64 ? t4 >> 1 : KP == 32 ? t4 & 1 : 0;
+}
+
+/* The block copies one group's exp(w) ([KP][KP], 16-byte aligned) into ws[KP][warp_ld] with
+ * cp.async; the caller waits for it before reading. */
 template <int KP>
 static __device__ __forceinline__ void warp_stage_w(const float *w, float *ws) {
     for (int i = threadIdx.x; i < KP * KP / 4; i += WARP_BLOCK) {
         const int row = i / (KP / 4), c = 4 * (i % (KP / 4));
-        const unsigned d = (unsigned)__cvta_generic_to_shared(ws + row * (KP + 4) + c);
+        const unsigned d = (unsigned)__cvta_generic_to_shared(ws + row * warp_ld<KP>() + c);
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d),
                      "l"(w + (size_t)row * KP + c)
                      : "memory");
@@ -94,21 +112,18 @@ static __device__ __forceinline__ void warp_stage_w(const float *w, float *ws) {
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
-/* Shared memory of a block, in floats: two exp(w) buffers (K > 16; the next group's copy
- * lands while the current one multiplies) and per warp the message a chain's group hands to
- * the next, [16 rows][KP + 4] (rows 16 bytes apart in the banks, as ws). */
+/* Shared memory of a block, in floats: the gang's exp(w) (K > 16) and per warp the message a
+ * chain's group hands to the next, [16 rows][warp_ld]. One exp(w) buffer: a second one, to
+ * copy the next group's during this one's product, was measured slower (K = 64, batch 4096:
+ * 1.40 against 1.34 ms; the extra 17 KB per block leave less L1). */
 template <int KP> static __host__ __device__ constexpr int warp_ws_floats() {
-    return warp_smem_w<KP>() ? KP * (KP + 4) : 0;
+    return warp_smem_w<KP>() ? KP * warp_ld<KP>() : 0;
 }
 template <int KP> static __host__ __device__ constexpr int warp_carry_floats() {
-    return WARP_ROWS * (KP + 4);
+    return WARP_ROWS * warp_ld<KP>();
 }
-#ifndef WARP_WS_BUFS
-#define WARP_WS_BUFS 2
-#endif
 template <int KP> static constexpr size_t warp_smem_bytes() {
-    return (WARP_WS_BUFS * warp_ws_floats<KP>() + WARP_BLOCK / 32 * warp_carry_floats<KP>()) *
-           sizeof(float);
+    return (warp_ws_floats<KP>() + WARP_BLOCK / 32 * warp_carry_floats<KP>()) * sizeof(float);
 }
 
 /* One item: chain c, samples 16 t .. 16 t + 15, all K outputs of each group, by one warp.
@@ -120,8 +135,11 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                                   float *ws, float *carry) {
     constexpr int NQ = KP / 16; /* the lane's KP / 4 values of k per row, as NQ groups of 4 */
     constexpr int NT = KP / 8;  /* 8-wide n-tiles of outputs */
-    constexpr int LDC = KP + 4; /* carry's row stride */
-    const int g8 = lane >> 2, t4 = lane & 3, K = a.K, k0 = t4 * (KP / 4);
+    constexpr int LD = warp_ld<KP>();
+    const int g8 = lane >> 2, t4 = lane & 3, K = a.K, k0 = t4 * (KP / 4), rot = warp_rot<KP>(t4);
+    /* kq(q): the first k of the lane's quad q (recomputed where used: a register each would
+     * spill) */
+    const auto kq = [=](int q) { return k0 + ((4 * (q + rot)) & (KP / 4 - 1)); };
     const int cb = __ldg(a.chain_begin + c), ce = __ldg(a.chain_begin + c + 1);
     /* Rows as int (n is an int32): fewer registers for the state kept through a chain. */
     const int b0 = t * WARP_ROWS;
@@ -156,8 +174,8 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                 for (int q = 0; q < NQ; q++) {
                     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
                     if (m != cb && active)
-                        v = *reinterpret_cast<const float4 *>(carry + (g8 + 8 * (h0 + h)) * LDC +
-                                                              k0 + 4 * q);
+                        v = *reinterpret_cast<const float4 *>(carry + (g8 + 8 * (h0 + h)) * LD +
+                                                              kq(q));
                     p[h][q][0] = v.x, p[h][q][1] = v.y, p[h][q][2] = v.z, p[h][q][3] = v.w;
                 }
             }
@@ -170,7 +188,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                     const float *rel = a.rel + (slot * a.chunk + rr[h0 + h]) * K;
 #pragma unroll
                     for (int q = 0; q < NQ; q++)
-                        warp_load4<V4, true>(rel, k0 + 4 * q, K, v[h][q]);
+                        warp_load4<V4, true>(rel, kq(q), K, v[h][q]);
                     oh[h] += __ldcg(a.off + slot * a.chunk + rr[h0 + h]);
                 }
 #pragma unroll
@@ -190,7 +208,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                     const float *row = a.input + ((size_t)v * (a.C + 1) + code) * K;
 #pragma unroll
                     for (int q = 0; q < NQ; q++)
-                        warp_load4<V4, false>(row, k0 + 4 * q, K, w[h][q]);
+                        warp_load4<V4, false>(row, kq(q), K, w[h][q]);
                 }
 #pragma unroll
                 for (int h = 0; h < RA; h++)
@@ -206,7 +224,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                 for (int q = 0; q < NQ; q++)
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
-                        const int k = k0 + 4 * q + i;
+                        const int k = kq(q) + i;
                         double x = p[h][q][i];
                         if (root && k < K) x += __ldg(a.root_logw + k);
                         e[h0 + h][q][i] = ok[h0 + h] && k < K ? (float)x : -INFINITY;
@@ -254,13 +272,9 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
          * whether a group is the root, is the gang's; and every warp has finished the group
          * before this one, the last reader of the other buffer). */
         const int gn = top ? gi : __ldg(a.chain_groups + m + 1);
-        const float *wsm = ws + ((m - cb) % WARP_WS_BUFS) * warp_ws_floats<KP>();
         if (warp_smem_w<KP>()) {
             asm volatile("cp.async.wait_all;\n" ::: "memory");
             __syncthreads();
-            if (WARP_WS_BUFS == 2 && !top && __ldg(&a.groups[gn].slot) >= 0)
-                warp_stage_w<KP>(a.wf + (size_t)gn * KP * KP,
-                                 ws + ((m + 1 - cb) % WARP_WS_BUFS) * warp_ws_floats<KP>());
         }
         if (active) {
 
@@ -274,8 +288,8 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                 for (int q = 0; q < NQ; q++)
 #pragma unroll
                     for (int i = 0; i < 4; i++) ed[h][4 * q + i] = (double)e[h][q][i];
-            constexpr int LDW = warp_smem_w<KP>() ? KP + 4 : KP;
-            const float *wg = (warp_smem_w<KP>() ? wsm : a.wf + (size_t)gi * KP * KP) + k0;
+            constexpr int LDW = warp_smem_w<KP>() ? LD : KP;
+            const float *wg = (warp_smem_w<KP>() ? ws : a.wf + (size_t)gi * KP * KP) + k0;
             /* The top writes its message to the chain's slot, the others to carry. */
             float *out[2] = {a.rel + ((size_t)c * a.chunk + r[0]) * K,
                              a.rel + ((size_t)c * a.chunk + r[1]) * K};
@@ -285,7 +299,9 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                 double acc[2][2] = {{0.0, 0.0}, {0.0, 0.0}};
 #pragma unroll
                 for (int s4 = 0; s4 < KP / 16; s4++) {
-                    const float4 w = warp_smem_w<KP>() ? w4[s4] : __ldg(w4 + s4);
+                    /* the lane's quad s4 (warp_rot) */
+                    const int qw = (s4 + rot) % NQ;
+                    const float4 w = warp_smem_w<KP>() ? w4[qw] : __ldg(w4 + qw);
                     const double wv[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
@@ -298,7 +314,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                 for (int h = 0; h < 2; h++) {
                     const float v0 = pc_gpu_log((float)acc[h][0]), v1 = pc_gpu_log((float)acc[h][1]);
                     if (!top) {
-                        *reinterpret_cast<float2 *>(carry + (g8 + 8 * h) * LDC + j) =
+                        *reinterpret_cast<float2 *>(carry + (g8 + 8 * h) * LD + j) =
                             make_float2(v0, v1);
                         continue;
                     }
@@ -321,7 +337,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
             }
             __syncwarp(); /* carry written before the next group reads it */
         }
-        if (warp_smem_w<KP>() && WARP_WS_BUFS == 1 && !top) {
+        if (warp_smem_w<KP>() && !top) {
             __syncthreads(); /* every warp is done with ws */
             if (__ldg(&a.groups[gn].slot) >= 0) warp_stage_w<KP>(a.wf + (size_t)gn * KP * KP, ws);
         }
@@ -348,8 +364,8 @@ static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 5
     __shared__ int s_item[2];
     extern __shared__ __align__(16) float smem[];
     constexpr int W = WARP_BLOCK / 32;
-    float *ws = smem, *carry = smem + WARP_WS_BUFS * warp_ws_floats<KP>() +
-                               (threadIdx.x >> 5) * warp_carry_floats<KP>();
+    float *ws = smem, *carry = smem + warp_ws_floats<KP>() + (threadIdx.x >> 5) *
+                                                                 warp_carry_floats<KP>();
     const int warp = threadIdx.x >> 5, gangs = (a.tiles + W - 1) / W;
     if (threadIdx.x == 0) s_item[0] = atomicAdd(a.queue, 1);
     __syncthreads();
