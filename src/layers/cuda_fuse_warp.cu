@@ -12,11 +12,16 @@
  * MNIST model), so the tree is mostly paths. A chain (gpu_plan.h) is such a path; the warp
  * runs it bottom to top and hands each group's message to the next in shared memory, so only
  * the chain's bottom waits on counters and loads messages from L2, and only its top writes
- * one and raises a counter (the MNIST tree: 163 chains instead of 550 items per tile).
+ * one and raises a counter (the MNIST tree: 163 chains of at most 4 groups instead of 550
+ * items per tile). Chains of any length were slower (cuda_circuit.cu, PC_GPU_CHAIN_MAX), and
+ * so was running a chain, without waits, in the block that finished the last of its children
+ * (leaf chains from the queue; 1.13-1.27x slower at batch 4096, three barriers and a serial
+ * atomic per chain and block).
  *
  * The product out[b, j] = sum_k e[b, k] exp(w[j, k]) runs as mma.m8n8k4.f64: FP64 products
  * and sums of the FP32 operands, so it is exact to far below FP32 (only e, from an FP32 exp,
- * exp(w) in FP32 and the FP32 log of the result round, as in the other strategies). A 3xTF32 product on the FP32 tensor cores was measured first: they sum
+ * exp(w) in FP32 and the FP32 log of the result round, as in the other strategies). A 3xTF32
+ * product on the FP32 tensor cores was measured first: they sum
  * with truncation, a bias of about 1e-7 per output that added up to 3e-5 nats over a chain
  * of 300 groups (against 2e-6 for the FP32 paths), so it was dropped.
  *
@@ -79,24 +84,10 @@ static __device__ __forceinline__ void warp_wait(const pc_gpu_args &a, const pc_
  * (K <= 16, where the copy and its barrier cost more than they save: 0.97-0.99x). */
 template <int KP> static __host__ __device__ constexpr bool warp_smem_w() { return KP > 16; }
 
-/* Shared-memory layout. A lane reads its row's quads of k as 16-byte words (8 lanes, rows g
- * and g + 1 of the same k-quarter pattern, per wavefront) and writes outputs as 8-byte words
- * (16 lanes, 4 rows). Row strides of KP + 8 floats (LD) and a rotation of the order in which
- * a lane walks its quads (warp_rot) put the lanes of every such wavefront on different banks
- * at K = 32 and 64 (with KP + 4 and no rotation, half the shared-memory wavefronts of the
- * K = 64 kernel were repeats, as Nsight Compute counted). At K = 16 (one quad per row, and
- * exp(w) from L1) the stride stays KP + 4. */
-template <int KP> static __host__ __device__ constexpr int warp_ld() {
-    return KP > 16 ? KP + 8 : KP + 4;
-}
-
-/* Quad q of lane t (t = 0..3) holds k = t KP / 4 + 4 ((q + warp_rot(t)) % NQ) + 0..3. */
-template <int KP> static __device__ __forceinline__ int warp_rot(int t4) {
-#ifdef WARP_NOROT
-    return 0;
-#endif
-    return KP == 64 ? t4 >> 1 : KP == 32 ? t4 & 1 : 0;
-}
+/* Row stride of the shared-memory tiles: rows 16 bytes apart in the banks. (Strides of KP + 8
+ * with a per-lane order of the quads that puts every wavefront's lanes on different banks
+ * were measured: level at K = 64, 1.07-1.08x slower at K = 32, the extra registers spilling.) */
+template <int KP> static __host__ __device__ constexpr int warp_ld() { return KP + 4; }
 
 /* The block copies one group's exp(w) ([KP][KP], 16-byte aligned) into ws[KP][warp_ld] with
  * cp.async; the caller waits for it before reading. */
@@ -129,17 +120,14 @@ template <int KP> static constexpr size_t warp_smem_bytes() {
 /* One item: chain c, samples 16 t .. 16 t + 15, all K outputs of each group, by one warp.
  * Every warp of the block calls it for the gang when exp(w) goes through shared memory (the
  * copies and their barriers are the block's); `active` is false for a warp whose tile lies
- * past the batch. `carry` is the warp's [16][KP + 4] message buffer. */
+ * past the batch. `carry` is the warp's [16][warp_ld] message buffer. */
 template <int KP, bool V4>
 static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, bool active,
                                   float *ws, float *carry) {
     constexpr int NQ = KP / 16; /* the lane's KP / 4 values of k per row, as NQ groups of 4 */
     constexpr int NT = KP / 8;  /* 8-wide n-tiles of outputs */
     constexpr int LD = warp_ld<KP>();
-    const int g8 = lane >> 2, t4 = lane & 3, K = a.K, k0 = t4 * (KP / 4), rot = warp_rot<KP>(t4);
-    /* kq(q): the first k of the lane's quad q (recomputed where used: a register each would
-     * spill) */
-    const auto kq = [=](int q) { return k0 + ((4 * (q + rot)) & (KP / 4 - 1)); };
+    const int g8 = lane >> 2, t4 = lane & 3, K = a.K, k0 = t4 * (KP / 4);
     const int cb = __ldg(a.chain_begin + c), ce = __ldg(a.chain_begin + c + 1);
     /* Rows as int (n is an int32): fewer registers for the state kept through a chain. */
     const int b0 = t * WARP_ROWS;
@@ -175,7 +163,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
                     if (m != cb && active)
                         v = *reinterpret_cast<const float4 *>(carry + (g8 + 8 * (h0 + h)) * LD +
-                                                              kq(q));
+                                                              k0 + 4 * q);
                     p[h][q][0] = v.x, p[h][q][1] = v.y, p[h][q][2] = v.z, p[h][q][3] = v.w;
                 }
             }
@@ -188,7 +176,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                     const float *rel = a.rel + (slot * a.chunk + rr[h0 + h]) * K;
 #pragma unroll
                     for (int q = 0; q < NQ; q++)
-                        warp_load4<V4, true>(rel, kq(q), K, v[h][q]);
+                        warp_load4<V4, true>(rel, k0 + 4 * q, K, v[h][q]);
                     oh[h] += __ldcg(a.off + slot * a.chunk + rr[h0 + h]);
                 }
 #pragma unroll
@@ -208,7 +196,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                     const float *row = a.input + ((size_t)v * (a.C + 1) + code) * K;
 #pragma unroll
                     for (int q = 0; q < NQ; q++)
-                        warp_load4<V4, false>(row, kq(q), K, w[h][q]);
+                        warp_load4<V4, false>(row, k0 + 4 * q, K, w[h][q]);
                 }
 #pragma unroll
                 for (int h = 0; h < RA; h++)
@@ -224,7 +212,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                 for (int q = 0; q < NQ; q++)
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
-                        const int k = kq(q) + i;
+                        const int k = k0 + 4 * q + i;
                         double x = p[h][q][i];
                         if (root && k < K) x += __ldg(a.root_logw + k);
                         e[h0 + h][q][i] = ok[h0 + h] && k < K ? (float)x : -INFINITY;
@@ -263,24 +251,23 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                 sum += __shfl_xor_sync(0xffffffffu, sum, 1);
                 sum += __shfl_xor_sync(0xffffffffu, sum, 2);
                 if (t4 == 0 && ok[h])
-                    a.logp[r[h]] = mx[h] == -INFINITY ? -INFINITY : o[h] + (double)mx[h] + log(sum);
+                    a.logp[r[h]] =
+                        mx[h] == -INFINITY ? -INFINITY : o[h] + (double)mx[h] + log(sum);
             }
             return;
         }
-        /* The next group of the chain; its exp(w) goes to the other buffer once the gang's
-         * exp(w) of this group has arrived (every warp of the block gets here: the chain, so
-         * whether a group is the root, is the gang's; and every warp has finished the group
-         * before this one, the last reader of the other buffer). */
+        /* The gang's exp(w) of this group has arrived (every warp of the block gets here: the
+         * chain, so whether a group is the root, is the gang's). */
         const int gn = top ? gi : __ldg(a.chain_groups + m + 1);
         if (warp_smem_w<KP>()) {
             asm volatile("cp.async.wait_all;\n" ::: "memory");
             __syncthreads();
         }
         if (active) {
-
-            /* 4.-5. Per n-tile of 8 outputs: acc = e exp(w)^T in FP64 on the tensor cores (the lane's
-             *    exp(w)[8 n + g][k0 .. k0 + KP / 4) as 16-byte words), then rel = log acc at (row g or
-             *    g + 8, j = 8 n + 2 t and + 1); off = O + m. */
+            /* 4.-5. Per n-tile of 8 outputs: acc = e exp(w)^T in FP64 on the tensor cores (the
+             *    lane's exp(w)[8 n + g][k0 .. k0 + KP / 4) as 16-byte words), then rel = log acc
+             *    at (row g or g + 8, j = 8 n + 2 t and + 1), to carry or, at the chain's top, to
+             *    its slot; off = O + m. */
             double ed[2][KP / 4];
 #pragma unroll
             for (int h = 0; h < 2; h++)
@@ -295,13 +282,12 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                              a.rel + ((size_t)c * a.chunk + r[1]) * K};
 #pragma unroll(KP == 64 ? 2 : NT)
             for (int n = 0; n < NT; n++) {
-                const float4 *w4 = reinterpret_cast<const float4 *>(wg + (size_t)(8 * n + g8) * LDW);
+                const float4 *w4 =
+                    reinterpret_cast<const float4 *>(wg + (size_t)(8 * n + g8) * LDW);
                 double acc[2][2] = {{0.0, 0.0}, {0.0, 0.0}};
 #pragma unroll
                 for (int s4 = 0; s4 < KP / 16; s4++) {
-                    /* the lane's quad s4 (warp_rot) */
-                    const int qw = (s4 + rot) % NQ;
-                    const float4 w = warp_smem_w<KP>() ? w4[qw] : __ldg(w4 + qw);
+                    const float4 w = warp_smem_w<KP>() ? w4[s4] : __ldg(w4 + s4);
                     const double wv[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
@@ -312,7 +298,8 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                 const int j = 8 * n + 2 * t4;
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    const float v0 = pc_gpu_log((float)acc[h][0]), v1 = pc_gpu_log((float)acc[h][1]);
+                    const float v0 = pc_gpu_log((float)acc[h][0]);
+                    const float v1 = pc_gpu_log((float)acc[h][1]);
                     if (!top) {
                         *reinterpret_cast<float2 *>(carry + (g8 + 8 * h) * LD + j) =
                             make_float2(v0, v1);
@@ -323,7 +310,8 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                 }
             }
 #pragma unroll
-            for (int h = 0; h < 2; h++) o[h] = mx[h] == -INFINITY ? -INFINITY : o[h] + (double)mx[h];
+            for (int h = 0; h < 2; h++)
+                o[h] = mx[h] == -INFINITY ? -INFINITY : o[h] + (double)mx[h];
             if (top) {
 #pragma unroll
                 for (int h = 0; h < 2; h++)
@@ -337,8 +325,8 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
             }
             __syncwarp(); /* carry written before the next group reads it */
         }
-        if (warp_smem_w<KP>() && !top) {
-            __syncthreads(); /* every warp is done with ws */
+        if (warp_smem_w<KP>() && !top) { /* the next group's exp(w), once ws is free */
+            __syncthreads();
             if (__ldg(&a.groups[gn].slot) >= 0) warp_stage_w<KP>(a.wf + (size_t)gn * KP * KP, ws);
         }
         gi = gn, g = a.groups[gn];
@@ -349,11 +337,8 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
  * Blocks per SM by K: 4 (128 registers) at K <= 64, 5 (96) at K <= 32, 8 (64) at K <= 16; a
  * lane holds 2 KP / 4 inputs in FP32 and again in FP64 for the mma. Dynamic shared memory:
  * warp_smem_bytes<KP>(). */
-#ifndef WARP_MINB16
-#define WARP_MINB16 8
-#endif
 template <int KP, bool V4>
-static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 5 : WARP_MINB16)
+static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 5 : 8)
     warp_kernel(pc_gpu_args a, int total) {
     const int lane = threadIdx.x & 31;
     /* The block's warps take consecutive tiles of one chain ("gang" of W tiles), so that a
@@ -394,7 +379,9 @@ static warp_fn warp_pick(int K) {
 }
 
 static size_t warp_smem(int K) {
-    return K <= 16 ? warp_smem_bytes<16>() : K <= 32 ? warp_smem_bytes<32>() : warp_smem_bytes<64>();
+    return K <= 16   ? warp_smem_bytes<16>()
+           : K <= 32 ? warp_smem_bytes<32>()
+                     : warp_smem_bytes<64>();
 }
 
 /* The warp kernel's shared memory and resident grid, into s->grid_warp (the tiles and
