@@ -521,7 +521,10 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
  *   K = 32: tile 0.205 / 0.326 / 0.576 / 1.096,  warp 0.338 / 0.377 / 0.439 / 0.621;
  *   K = 64: persistent 0.538 / 1.152 / 1.428 / 1.936, warp 0.684 / 0.753 / 0.921 / 1.416,
  *           tile 0.682 / 1.051 / 1.819 / 3.450.
- * At small batches the warp items' latency on the tree's thin top loses. */
+ * (warp before its chains of groups; with them, K = 16: 0.219 / 0.272 / 0.295 / 0.344,
+ * K = 32: 0.335 / 0.366 / 0.424 / 0.523, K = 64: 0.672 / 0.739 / 0.899 / 1.339, the same
+ * crossovers; files 45-48 of the results.) At small batches the warp items' latency on the
+ * tree's thin top loses. */
 #define FUSE_TILE_MAX_K 32
 #define FUSE_WARP_MAX_K PC_GPU_WARP_MAX_K
 

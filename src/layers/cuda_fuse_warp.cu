@@ -12,10 +12,10 @@
  * MNIST model), so the tree is mostly paths. A chain (gpu_plan.h) is such a path; the warp
  * runs it bottom to top and hands each group's message to the next in shared memory, so only
  * the chain's bottom waits on counters and loads messages from L2, and only its top writes
- * one and raises a counter (the MNIST tree: 163 chains of at most 4 groups instead of 550
- * items per tile). Chains of any length were slower (cuda_circuit.cu, PC_GPU_CHAIN_MAX), and
+ * one and raises a counter (the shipped MNIST model: 229 chains of at most 4 groups instead
+ * of 550 items per tile). Longer chains were slower (cuda_circuit.cu, PC_GPU_CHAIN_MAX), and
  * so was running a chain, without waits, in the block that finished the last of its children
- * (leaf chains from the queue; 1.13-1.27x slower at batch 4096, three barriers and a serial
+ * (leaf chains from the queue; 1.11-1.27x slower at batch 4096, three barriers and a serial
  * atomic per chain and block).
  *
  * The product out[b, j] = sum_k e[b, k] exp(w[j, k]) runs as mma.m8n8k4.f64: FP64 products
