@@ -47,14 +47,14 @@ void pc_gpu_release(pc_gpu_state *s, void *ptr, size_t bytes) {
 /* ---- plan ---------------------------------------------------------------------------------*/
 
 /* The slot plan (src/layers/gpu_plan.c, tested without a GPU) into the host copy of the groups;
- * for fuse's tile and warp strategies also the chains, each with a slot of its own. */
+ * with the warp strategy also its chains, each with a slot of its own. */
 static pc_status plan_slots(pc_gpu_state *s) {
     pc_status st = PC_OK;
     s->h_groups = (pc_gpu_group *)calloc((size_t)s->G, sizeof(pc_gpu_group));
     if (!s->h_groups)
         return pc_fail(PC_ERR_NOMEM, "GPU plan for %d groups: out of host memory", s->G);
     if ((st = pc_gpu_plan(s->circuit, s->h_groups, &s->num_slots))) return st;
-    if (!s->warp_ok && !s->tile_ok) return PC_OK;
+    if (!s->warp_ok) return PC_OK;
     if ((st = pc_gpu_chain_plan(s->circuit, PC_GPU_CHAIN_MAX, &s->chains))) return st;
     if (s->chains.num_chains > s->num_slots) s->num_slots = s->chains.num_chains;
     return PC_OK;
@@ -66,7 +66,6 @@ static size_t bytes_for(const pc_gpu_state *s, int64_t chunk, size_t *fixed_out)
     size_t fixed = G * sizeof(pc_gpu_group) + V * 4 + 2 * G * 4 + V * ((size_t)s->C + 1) * K * 4 +
                    G * K * K * 4 + K * 8 + (1 << 16);
     size_t tiles = (size_t)((chunk + s->bm - 1) / s->bm);
-    fixed += 4 * ((size_t)s->chains.num_chains + 1 + 2 * G); /* the chains, if any */
     size_t per = (size_t)s->num_slots * (size_t)chunk * (K * 4 + 8) + 2 * (size_t)chunk * V * 2 +
                  2 * (size_t)chunk * 8 + (G * tiles + 1) * 4;
     if (fixed_out) *fixed_out = fixed;
@@ -145,25 +144,6 @@ static pc_status upload_common(pc_gpu_state *s) {
                             cudaMemcpyHostToDevice));
 fail:
     free(h_in), free(h_cs);
-    return st;
-}
-
-/* The chains (s->chains, planned with the slots) into s->d_chain_*, where there are any. */
-static pc_status upload_chains(pc_gpu_state *s) {
-    pc_status st = PC_OK;
-    const pc_gpu_chains *ch = &s->chains;
-    const size_t nb = sizeof(int32_t) * ((size_t)ch->num_chains + 1);
-    const size_t ng = sizeof(int32_t) * (size_t)s->G;
-    if (ch->num_chains == 0) return PC_OK;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_begin, nb, "chains"))) return st;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_groups, ng, "chain groups"))) return st;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_child, ng, "chain children"))) return st;
-    PC_GPU_CHECK(cudaMemcpy(s->d_chain_begin, ch->begin, nb, cudaMemcpyHostToDevice));
-    PC_GPU_CHECK(cudaMemcpy(s->d_chain_groups, ch->groups, ng, cudaMemcpyHostToDevice));
-    if (s->G > 1)
-        PC_GPU_CHECK(cudaMemcpy(s->d_chain_child, ch->child_chain, ng - sizeof(int32_t),
-                                cudaMemcpyHostToDevice));
-fail:
     return st;
 }
 
@@ -255,7 +235,6 @@ pc_status pc_gpu_create(const pc_gpu_impl *impl, const pc_circuit *circuit,
     if ((st = plan_slots(s))) goto fail;
     if ((st = choose_chunk(s, opts->max_batch))) goto fail;
     if ((st = upload_common(s))) goto fail;
-    if ((st = upload_chains(s))) goto fail;
     if ((st = impl->upload(s))) goto fail;
     if ((st = alloc_buffers(s))) goto fail;
     if (impl->alloc_extra && (st = impl->alloc_extra(s))) goto fail;
@@ -390,8 +369,7 @@ void pc_gpu_destroy(void *state) {
     cudaFree(s->d_groups), cudaFree(s->d_vars), cudaFree(s->d_children);
     cudaFree(s->d_child_slot), cudaFree(s->d_input), cudaFree(s->d_wexp), cudaFree(s->d_wq);
     cudaFree(s->d_table), cudaFree(s->d_root_logw), cudaFree(s->d_off), cudaFree(s->d_rel);
-    cudaFree(s->d_done), cudaFree(s->d_chain_begin), cudaFree(s->d_chain_groups);
-    cudaFree(s->d_chain_child);
+    cudaFree(s->d_done);
     for (int i = 0; i < 2; i++) {
         cudaFree(s->d_x[i]), cudaFree(s->d_missing[i]), cudaFree(s->d_logp[i]);
         if (s->h_x[i]) cudaFreeHost(s->h_x[i]);

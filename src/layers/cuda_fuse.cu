@@ -540,6 +540,7 @@ static pc_status choose_configure(pc_gpu_state *s) {
     pc_status st = fuse_configure(s);
     if (st == PC_OK && s->K <= FUSE_TILE_MAX_K && pc_gpu_fuse_tile_fits(s->circuit)) {
         if ((st = pc_gpu_fuse_tile_prepare(s))) return st;
+        s->tile_ok = 1;
     }
     if (st == PC_OK && s->K <= FUSE_WARP_MAX_K) {
         st = pc_gpu_fuse_warp_prepare(s);

@@ -3,22 +3,18 @@
  * pass is one kernel launch, and every link of the tree's dependency chain costs a flag in
  * shared memory instead of a launch or a wait on another block.
  *
- * Work unit: (chain of groups, TW consecutive samples of the block), one warp. A chain
- * (gpu_plan.h) is a path of up to four groups up the tree, each above the first with one child
- * group, the one below; a lane holds the same (sample, state) pairs in a group's output as in
- * the next group's product, so a message passes up the chain in registers and only the top's
- * goes to the chain's slot. Units are dealt to the block's warps round-robin in chain order; a
- * warp starts a unit once the units its bottom reads have raised their flags in shared memory,
- * so warps never wait for unrelated groups of the same layer. Per group of a unit:
+ * Work unit: (group, TW consecutive samples of the block), one warp. Units are dealt to the
+ * block's warps round-robin in evaluation order; a warp starts a unit once the units it reads
+ * (its children's, and the previous reader of its message slot) have raised their flags in
+ * shared memory, so warps never wait for unrelated groups of the same layer. Per unit:
  *   1. p[t][k] = sum_v input[v, code(t, v), k] + sum_c rel_c[t][k] (+ root_logw[k] at the root),
- *      summed in FP64 in registers (rel_c: the children's slots at the chain's bottom, the
- *      registers of the group below above it);
+ *      summed in FP64 in registers;
  *   2. m[t] = max_k p[t][k] (shuffles across the sample's lanes); O[t] = sum_c off_c[t] (FP64);
  *   3. es[t][k] = exp(p - m) (0 past K and where m = -inf);
  *   4. out[t][j] = sum_k es[t][k] exp(w[j, k]) in FP32 registers (lane = (sample lane sg, output
  *      column jl)), then rel_g[t][j] = log out, off_g[t] = O + m.
- * Chains' messages use the engine's slots (cuda_circuit.cuh) in global memory; a block touches
- * only its own samples' rows. The plan (groups, variables, chains) and the block's sample codes
+ * Messages use the engine's slots (cuda_circuit.cuh) in global memory; a block touches only its
+ * own samples' rows. The plan (groups, variables, child slots) and the block's sample codes
  * (x, or C where missing) are staged in shared memory once. A lane works on the same (sample,
  * state) pairs in the product and in the output, so the max and the exp stay in registers.
  *
@@ -39,13 +35,12 @@ static __host__ __device__ constexpr size_t tile_round16(size_t b) {
     return (b + 15) & ~(size_t)15;
 }
 
-/* Shared memory, in this order: the plan (groups [G], vars [V], chain_child [G - 1],
- * chain_groups [G], chain_begin [chains + 1 <= G + 1]), one flag per unit [chains <= G][T /
- * TW], the block's sample codes [T][V] (uint16), then per warp es [TW][KM] floats and O [TW]
- * doubles. Every part starts on a 16-byte boundary. */
+/* Shared memory, in this order: the plan (groups [G], vars [V], child_slot [G - 1]), one flag
+ * per unit [G][T / TW], the block's sample codes [T][V] (uint16), then per warp es [TW][KM]
+ * floats and O [TW] doubles. Every part starts on a 16-byte boundary. */
 static __host__ __device__ size_t tile_plan_bytes(int G, int V) {
     return tile_round16((size_t)G * sizeof(pc_gpu_group)) + tile_round16((size_t)V * 4) +
-           2 * tile_round16((size_t)G * 4) + tile_round16((size_t)(G + 1) * 4);
+           tile_round16((size_t)G * 4);
 }
 static __host__ __device__ size_t tile_flag_bytes(int G, int T, int tw) {
     return tile_round16((size_t)G * (T / tw));
@@ -77,199 +72,181 @@ template <int EM, int NJ> static constexpr int tile_src_unroll() {
 /* The plan as staged in shared memory, and the units' flags. */
 struct tile_plan {
     const pc_gpu_group *groups;
-    const int32_t *vars, *chain_child, *chain_groups, *chain_begin;
-    volatile uint8_t *ready; /* [chains][per_group] */
+    const int32_t *vars, *child_slot;
+    volatile uint8_t *ready; /* [G][per_group] */
     int per_group;
 };
 
 template <int TW, int JW, int NJ>
-static __device__ void tile_chain(const pc_gpu_args &a, const tile_plan &plan, int c, int64_t b0,
-                                  const uint16_t *codes, float *es, double *orow) {
+static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, int gi, int64_t b0,
+                                 const uint16_t *codes, float *es, double *orow) {
     constexpr int SG = 32 / JW, TS = TW / SG, KM = JW * NJ, U = tile_src_unroll<TS * NJ, NJ>();
     static_assert(SG * JW == 32 && TS * SG == TW, "tile shape");
     const int lane = threadIdx.x & 31, K = a.K, V = a.V;
     const int jl = lane % JW, sg = lane / JW;
+    const pc_gpu_group g = plan.groups[gi];
+    const bool root = g.slot < 0;
+    const float *w = a.wexp + (size_t)gi * K * K;
     /* The lane's columns k = jl + 32 n and samples t = sg + SG s: the same (t, k) in the product
-     * and (t, j = k) in the output, so also in the next group's product. */
+     * and (t, j = k) in the output. */
     bool col_ok[NJ], row_ok[TS];
 #pragma unroll
     for (int n = 0; n < NJ; n++) col_ok[n] = jl + 32 * n < K;
 #pragma unroll
     for (int s = 0; s < TS; s++) row_ok[s] = b0 + sg + SG * s < a.n;
-    const int cb = plan.chain_begin[c], ce = plan.chain_begin[c + 1];
-    float r[TS][NJ]; /* the message of the group below, rel at the lane's (t, k) */
-    for (int mi = cb; mi < ce; mi++) {
-        const int gi = plan.chain_groups[mi];
-        const bool first = mi == cb, top = mi + 1 == ce;
-        const pc_gpu_group g = plan.groups[gi];
-        const bool root = g.slot < 0;
-        const float *w = a.wexp + (size_t)gi * K * K;
 
-        /* exp(w) column jl in registers first (K <= 32): independent of the data, so its loads
-         * overlap the gather's. */
-        float wreg[NJ == 1 ? KM : 1];
-        if constexpr (NJ == 1) {
+    /* exp(w) column jl in registers first (K <= 32): independent of the data, so its loads
+     * overlap the gather's. */
+    float wreg[NJ == 1 ? KM : 1];
+    if constexpr (NJ == 1) {
 #pragma unroll
-            for (int k = 0; k < KM; k++)
-                wreg[k] = !root && k < K && col_ok[0] ? __ldg(w + (size_t)k * K + jl) : 0.0f;
-        }
+        for (int k = 0; k < KM; k++)
+            wreg[k] = !root && k < K && col_ok[0] ? __ldg(w + (size_t)k * K + jl) : 0.0f;
+    }
 
-        /* 1. p[s][n] in FP64: the group below's message (above the chain's bottom), then the
-         *    sources: i < nch are children (at the bottom), the rest variables; lanes < TW also
-         *    sum the offsets of sample `lane` into orow (the group below left its own there). */
-        double p[TS][NJ];
+    /* 1. p[s][n] in FP64. Sources i < nch are children, the rest variables; lanes < TW also sum
+     *    the children's offsets of sample `lane` into orow. */
+    double p[TS][NJ], o = 0.0;
 #pragma unroll
-        for (int s = 0; s < TS; s++)
+    for (int s = 0; s < TS; s++)
 #pragma unroll
-            for (int n = 0; n < NJ; n++)
-                p[s][n] = !first && row_ok[s] && col_ok[n] ? (double)r[s][n] : 0.0;
-        const bool own_off = lane < TW && b0 + lane < a.n;
-        double o = own_off && !first ? orow[lane] : 0.0;
-        const int nch = first ? g.child_end - g.child_begin : 0;
-        const int nsrc = nch + g.var_end - g.var_begin;
-        const uint16_t *my_codes = codes + sg * V;
-        for (int i0 = 0; i0 < nsrc; i0 += U) {
-            float val[U][TS][NJ];
-            double ov[U];
+        for (int n = 0; n < NJ; n++) p[s][n] = 0.0;
+    const bool own_off = lane < TW && b0 + lane < a.n;
+    const int nch = g.child_end - g.child_begin, nsrc = nch + g.var_end - g.var_begin;
+    const uint16_t *my_codes = codes + sg * V;
+    for (int i0 = 0; i0 < nsrc; i0 += U) {
+        float val[U][TS][NJ];
+        double ov[U];
 #pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int i = i0 + u;
-                ov[u] = 0.0;
-                if (i < nch) {
-                    const size_t slot = (size_t)plan.chain_child[g.child_begin + i];
-                    const float *rel = a.rel + (slot * a.chunk + b0 + sg) * K + jl;
-#pragma unroll
-                    for (int s = 0; s < TS; s++)
-#pragma unroll
-                        for (int n = 0; n < NJ; n++)
-                            val[u][s][n] =
-                                row_ok[s] && col_ok[n] ? rel[(size_t)SG * s * K + 32 * n] : 0.0f;
-                    if (own_off) ov[u] = a.off[slot * a.chunk + b0 + lane];
-                } else if (i < nsrc) {
-                    const int v = plan.vars[g.var_begin + i - nch];
-                    const float *rows = a.input + (size_t)v * (a.C + 1) * K + jl;
-#pragma unroll
-                    for (int s = 0; s < TS; s++) {
-                        const float *row = rows + (size_t)my_codes[SG * s * V + v] * K;
-#pragma unroll
-                        for (int n = 0; n < NJ; n++)
-                            val[u][s][n] = row_ok[s] && col_ok[n] ? __ldg(row + 32 * n) : 0.0f;
-                    }
-                } else {
-#pragma unroll
-                    for (int s = 0; s < TS; s++)
-#pragma unroll
-                        for (int n = 0; n < NJ; n++) val[u][s][n] = 0.0f;
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                o += ov[u];
+        for (int u = 0; u < U; u++) {
+            const int i = i0 + u;
+            ov[u] = 0.0;
+            if (i < nch) {
+                const size_t slot = (size_t)plan.child_slot[g.child_begin + i];
+                const float *rel = a.rel + (slot * a.chunk + b0 + sg) * K + jl;
 #pragma unroll
                 for (int s = 0; s < TS; s++)
 #pragma unroll
-                    for (int n = 0; n < NJ; n++) p[s][n] += (double)val[u][s][n];
-            }
-        }
-        if (lane < TW) orow[lane] = o;
-
-        /* 2. m[s] = max over the sample's K values: the lane's NJ, then across its JW lanes. 3. e =
-         *    exp(p - m), 0 past K and where m = -inf, into es[t][k] for the product. */
-        float m[TS];
+                    for (int n = 0; n < NJ; n++)
+                        val[u][s][n] =
+                            row_ok[s] && col_ok[n] ? rel[(size_t)SG * s * K + 32 * n] : 0.0f;
+                if (own_off) ov[u] = a.off[slot * a.chunk + b0 + lane];
+            } else if (i < nsrc) {
+                const int v = plan.vars[g.var_begin + i - nch];
+                const float *rows = a.input + (size_t)v * (a.C + 1) * K + jl;
 #pragma unroll
-        for (int s = 0; s < TS; s++) {
-            float pf[NJ];
-            float mx = -INFINITY;
+                for (int s = 0; s < TS; s++) {
+                    const float *row = rows + (size_t)my_codes[SG * s * V + v] * K;
 #pragma unroll
-            for (int n = 0; n < NJ; n++) {
-                double v = p[s][n];
-                if (root && col_ok[n]) v += __ldg(a.root_logw + jl + 32 * n);
-                pf[n] = row_ok[s] && col_ok[n] ? (float)v : -INFINITY;
-                mx = fmaxf(mx, pf[n]);
-            }
-#pragma unroll
-            for (int d = JW / 2; d > 0; d /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, d));
-            m[s] = mx;
-#pragma unroll
-            for (int n = 0; n < NJ; n++)
-                es[(sg + SG * s) * KM + jl + 32 * n] = mx == -INFINITY ? 0.0f : __expf(pf[n] - mx);
-        }
-        __syncwarp();
-
-        if (root) { /* log p(x) = O + m + log sum_k e[k], summed in FP64 */
-#pragma unroll
-            for (int s = 0; s < TS; s++) {
-                const int t = sg + SG * s;
-                double sum = 0.0;
-#pragma unroll
-                for (int n = 0; n < NJ; n++) sum += (double)es[t * KM + jl + 32 * n];
-#pragma unroll
-                for (int d = JW / 2; d > 0; d /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, d);
-                if (jl == 0 && row_ok[s])
-                    a.logp[b0 + t] =
-                        m[s] == -INFINITY ? -INFINITY : orow[t] + (double)m[s] + log(sum);
-            }
-            __syncwarp();
-            return;
-        }
-
-        /* 4. out[t][j] = sum_k es[t][k] wexp[k][j], four k at a time, unrolled up to KM so that
-         *    the weight loads of K > 32 (NJ = 2) are issued ahead of their use. */
-        float acc[TS][NJ];
-#pragma unroll
-        for (int s = 0; s < TS; s++)
-#pragma unroll
-            for (int n = 0; n < NJ; n++) acc[s][n] = 0.0f;
-        /* No early exit at K: es and wreg are 0 past K, and a branch here would stall the warp. */
-#pragma unroll
-        for (int k0 = 0; k0 < KM; k0 += 4) {
-            float wv[4][NJ];
-#pragma unroll
-            for (int q = 0; q < 4; q++)
-#pragma unroll
-                for (int n = 0; n < NJ; n++) {
-                    const int k = k0 + q;
-                    if constexpr (NJ == 1) wv[q][n] = wreg[k];
-                    else
-                        wv[q][n] =
-                            k < K && col_ok[n] ? __ldg(w + (size_t)k * K + jl + 32 * n) : 0.0f;
+                    for (int n = 0; n < NJ; n++)
+                        val[u][s][n] = row_ok[s] && col_ok[n] ? __ldg(row + 32 * n) : 0.0f;
                 }
+            } else {
 #pragma unroll
-            for (int s = 0; s < TS; s++) {
-                const float4 e = *reinterpret_cast<const float4 *>(es + (sg + SG * s) * KM + k0);
+                for (int s = 0; s < TS; s++)
 #pragma unroll
-                for (int n = 0; n < NJ; n++) {
-                    float v = acc[s][n];
-                    v = fmaf(e.x, wv[0][n], v);
-                    v = fmaf(e.y, wv[1][n], v);
-                    v = fmaf(e.z, wv[2][n], v);
-                    v = fmaf(e.w, wv[3][n], v);
-                    acc[s][n] = v;
-                }
+                    for (int n = 0; n < NJ; n++) val[u][s][n] = 0.0f;
             }
         }
-        /* The top writes to the chain's slot; below it the message stays in r and the offsets in
-         *    orow for the next group. */
-        float *out = a.rel + ((size_t)c * a.chunk + b0 + sg) * K + jl;
-        double *off = a.off + (size_t)c * a.chunk + b0 + sg;
 #pragma unroll
-        for (int s = 0; s < TS; s++) {
+        for (int u = 0; u < U; u++) {
+            o += ov[u];
 #pragma unroll
-            for (int n = 0; n < NJ; n++) {
-                r[s][n] = pc_gpu_log(acc[s][n]);
-                if (top && row_ok[s] && col_ok[n]) out[(size_t)SG * s * K + 32 * n] = r[s][n];
-            }
-            const double o = m[s] == -INFINITY ? -INFINITY : orow[sg + SG * s] + (double)m[s];
-            if (jl == 0) {
-                if (!top) orow[sg + SG * s] = o;
-                else if (row_ok[s]) off[SG * s] = o;
-            }
+            for (int s = 0; s < TS; s++)
+#pragma unroll
+                for (int n = 0; n < NJ; n++) p[s][n] += (double)val[u][s][n];
         }
-        __syncwarp();
     }
+    if (lane < TW) orow[lane] = o;
+
+    /* 2. m[s] = max over the sample's K values: the lane's NJ, then across its JW lanes. 3. e =
+     *    exp(p - m), 0 past K and where m = -inf, into es[t][k] for the product. */
+    float m[TS];
+#pragma unroll
+    for (int s = 0; s < TS; s++) {
+        float pf[NJ];
+        float mx = -INFINITY;
+#pragma unroll
+        for (int n = 0; n < NJ; n++) {
+            double v = p[s][n];
+            if (root && col_ok[n]) v += __ldg(a.root_logw + jl + 32 * n);
+            pf[n] = row_ok[s] && col_ok[n] ? (float)v : -INFINITY;
+            mx = fmaxf(mx, pf[n]);
+        }
+#pragma unroll
+        for (int d = JW / 2; d > 0; d /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, d));
+        m[s] = mx;
+#pragma unroll
+        for (int n = 0; n < NJ; n++)
+            es[(sg + SG * s) * KM + jl + 32 * n] = mx == -INFINITY ? 0.0f : __expf(pf[n] - mx);
+    }
+    __syncwarp();
+
+    if (root) { /* log p(x) = O + m + log sum_k e[k], summed in FP64 */
+#pragma unroll
+        for (int s = 0; s < TS; s++) {
+            const int t = sg + SG * s;
+            double sum = 0.0;
+#pragma unroll
+            for (int n = 0; n < NJ; n++) sum += (double)es[t * KM + jl + 32 * n];
+#pragma unroll
+            for (int d = JW / 2; d > 0; d /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+            if (jl == 0 && row_ok[s])
+                a.logp[b0 + t] = m[s] == -INFINITY ? -INFINITY : orow[t] + (double)m[s] + log(sum);
+        }
+        __syncwarp();
+        return;
+    }
+
+    /* 4. out[t][j] = sum_k es[t][k] wexp[k][j], four k at a time, unrolled up to KM so that
+     *    the weight loads of K > 32 (NJ = 2) are issued ahead of their use. */
+    float acc[TS][NJ];
+#pragma unroll
+    for (int s = 0; s < TS; s++)
+#pragma unroll
+        for (int n = 0; n < NJ; n++) acc[s][n] = 0.0f;
+    /* No early exit at K: es and wreg are 0 past K, and a branch here would stall the warp. */
+#pragma unroll
+    for (int k0 = 0; k0 < KM; k0 += 4) {
+        float wv[4][NJ];
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+#pragma unroll
+            for (int n = 0; n < NJ; n++) {
+                const int k = k0 + q;
+                if constexpr (NJ == 1) wv[q][n] = wreg[k];
+                else wv[q][n] = k < K && col_ok[n] ? __ldg(w + (size_t)k * K + jl + 32 * n) : 0.0f;
+            }
+#pragma unroll
+        for (int s = 0; s < TS; s++) {
+            const float4 e = *reinterpret_cast<const float4 *>(es + (sg + SG * s) * KM + k0);
+#pragma unroll
+            for (int n = 0; n < NJ; n++) {
+                float v = acc[s][n];
+                v = fmaf(e.x, wv[0][n], v);
+                v = fmaf(e.y, wv[1][n], v);
+                v = fmaf(e.z, wv[2][n], v);
+                v = fmaf(e.w, wv[3][n], v);
+                acc[s][n] = v;
+            }
+        }
+    }
+    float *out = a.rel + ((size_t)g.slot * a.chunk + b0 + sg) * K + jl;
+    double *off = a.off + (size_t)g.slot * a.chunk + b0 + sg;
+#pragma unroll
+    for (int s = 0; s < TS; s++) {
+#pragma unroll
+        for (int n = 0; n < NJ; n++) {
+            const float r = pc_gpu_log(acc[s][n]);
+            if (row_ok[s] && col_ok[n]) out[(size_t)SG * s * K + 32 * n] = r;
+        }
+        const double o = m[s] == -INFINITY ? -INFINITY : orow[sg + SG * s] + (double)m[s];
+        if (row_ok[s] && jl == 0) off[SG * s] = o;
+    }
+    __syncwarp();
 }
 
-/* Waits until unit (chain, sub) has raised its flag (lane 0 polls, the warp follows). */
+/* Waits until unit (group, sub) has raised its flag (lane 0 polls, the warp follows). */
 static __device__ __forceinline__ void tile_wait(const tile_plan &plan, int group, int sub) {
     if ((threadIdx.x & 31) == 0)
         while (!plan.ready[group * plan.per_group + sub]) __nanosleep(32);
@@ -279,21 +256,16 @@ static __device__ __forceinline__ void tile_wait(const tile_plan &plan, int grou
 
 /* Grid: one block per T samples. */
 template <int TW, int JW, int NJ>
-static __global__ void __launch_bounds__(TILE_THREADS)
-    tile_kernel(pc_gpu_args a, int T, int chains) {
+static __global__ void __launch_bounds__(TILE_THREADS) tile_kernel(pc_gpu_args a, int T) {
     extern __shared__ float4 smem4[];
     char *base = reinterpret_cast<char *>(smem4);
     const int warp = threadIdx.x / 32, V = a.V, G = a.G, KM = JW * NJ;
-    const int per_group = T / TW, units = chains * per_group;
+    const int per_group = T / TW, units = G * per_group;
     pc_gpu_group *groups = reinterpret_cast<pc_gpu_group *>(base);
     int32_t *vars =
         reinterpret_cast<int32_t *>(base + tile_round16((size_t)G * sizeof(pc_gpu_group)));
-    int32_t *chain_child = reinterpret_cast<int32_t *>(reinterpret_cast<char *>(vars) +
-                                                       tile_round16((size_t)V * 4));
-    int32_t *chain_groups = reinterpret_cast<int32_t *>(reinterpret_cast<char *>(chain_child) +
-                                                        tile_round16((size_t)G * 4));
-    int32_t *chain_begin = reinterpret_cast<int32_t *>(reinterpret_cast<char *>(chain_groups) +
-                                                       tile_round16((size_t)G * 4));
+    int32_t *child_slot = reinterpret_cast<int32_t *>(reinterpret_cast<char *>(vars) +
+                                                      tile_round16((size_t)V * 4));
     uint8_t *ready = reinterpret_cast<uint8_t *>(base + tile_plan_bytes(G, V));
     uint16_t *codes = reinterpret_cast<uint16_t *>(reinterpret_cast<char *>(ready) +
                                                    tile_flag_bytes(G, T, TW));
@@ -309,11 +281,7 @@ static __global__ void __launch_bounds__(TILE_THREADS)
         for (int i = threadIdx.x; i < words; i += TILE_THREADS) dst[i] = __ldg(src + i);
         for (int i = threadIdx.x; i < V; i += TILE_THREADS) vars[i] = __ldg(a.vars + i);
         for (int i = threadIdx.x; i < G - 1; i += TILE_THREADS)
-            chain_child[i] = __ldg(a.chain_child + i);
-        for (int i = threadIdx.x; i < G; i += TILE_THREADS)
-            chain_groups[i] = __ldg(a.chain_groups + i);
-        for (int i = threadIdx.x; i <= chains; i += TILE_THREADS)
-            chain_begin[i] = __ldg(a.chain_begin + i);
+            child_slot[i] = __ldg(a.child_slot + i);
         for (int i = threadIdx.x; i < units; i += TILE_THREADS) ready[i] = 0;
     }
     for (int i = threadIdx.x; i < T * V; i += TILE_THREADS) {
@@ -327,22 +295,23 @@ static __global__ void __launch_bounds__(TILE_THREADS)
         codes[i] = code;
     }
     __syncthreads();
-    const tile_plan plan = {groups, vars, chain_child, chain_groups, chain_begin, ready, per_group};
-    /* Units in chain order, dealt round-robin: a unit waits only on earlier units (the chains
-     * its bottom reads; a chain's slot is its own, so no reader of an earlier message), which
+    const tile_plan plan = {groups, vars, child_slot, ready, per_group};
+    /* Units in evaluation order, dealt round-robin: a unit waits only on earlier units, which
      * their warps reach first, so the block cannot deadlock. */
     for (int u = warp; u < units; u += TILE_WARPS) {
-        const int c = u / per_group, sub = u % per_group;
-        const pc_gpu_group g = groups[chain_groups[chain_begin[c]]];
-        for (int i = g.child_begin; i < g.child_end; i++) tile_wait(plan, chain_child[i], sub);
-        tile_chain<TW, JW, NJ>(a, plan, c, b0 + sub * TW, codes + sub * TW * V, es, orow);
+        const int gi = u / per_group, sub = u % per_group;
+        const pc_gpu_group g = groups[gi];
+        for (int c = g.child_begin; c < g.child_end; c++)
+            tile_wait(plan, __ldg(a.children + c), sub);
+        if (g.wait >= 0) tile_wait(plan, g.wait, sub);
+        tile_unit<TW, JW, NJ>(a, plan, gi, b0 + sub * TW, codes + sub * TW * V, es, orow);
         __threadfence_block();
         __syncwarp();
         if ((threadIdx.x & 31) == 0) ready[u] = 1;
     }
 }
 
-typedef void (*tile_fn)(pc_gpu_args, int, int);
+typedef void (*tile_fn)(pc_gpu_args, int);
 
 /* Samples per block for n: the fewest (at least 4) that leave no more blocks than SMs, at most
  * TILE_MAX_T. */
@@ -405,7 +374,6 @@ extern "C" pc_status pc_gpu_fuse_tile_prepare(pc_gpu_state *s) {
     for (int T = 4; T <= TILE_MAX_T; T *= 2)
         PC_GPU_CHECK(cudaFuncSetAttribute(tile_pick(s->K, tile_tw(s->K, T)),
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    s->tile_ok = 1; /* so that the slot plan adds the chains */
 fail:
     return st;
 }
@@ -423,7 +391,7 @@ extern "C" pc_status pc_gpu_fuse_tile_enqueue(pc_gpu_state *s, const pc_gpu_args
     const int T = tile_samples(s, a->n), tw = tile_tw(s->K, T);
     const unsigned grid = (unsigned)((a->n + T - 1) / T);
     const size_t smem = tile_smem(s->G, s->V, s->K, T, tw);
-    tile_pick(s->K, tw)<<<grid, TILE_THREADS, smem, stream>>>(*a, T, s->chains.num_chains);
+    tile_pick(s->K, tw)<<<grid, TILE_THREADS, smem, stream>>>(*a, T);
     PC_GPU_CHECK(cudaGetLastError());
 fail:
     return st;

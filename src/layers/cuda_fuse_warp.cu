@@ -408,7 +408,29 @@ static pc_status warp_configure(pc_gpu_state *s) {
     return pc_gpu_fuse_warp_prepare(s);
 }
 
-/* exp(trans_logw) per group, in the kernel's layout, into s->d_wf. */
+/* The chains (s->chains, planned with the slots) into s->d_chain_*. */
+static pc_status warp_upload_chains(pc_gpu_state *s) {
+    pc_status st = PC_OK;
+    const pc_gpu_chains *ch = &s->chains;
+    const size_t nb = sizeof(int32_t) * ((size_t)ch->num_chains + 1);
+    const size_t ng = sizeof(int32_t) * (size_t)s->G, nc = sizeof(int32_t) * (size_t)s->G;
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_begin, nb, "chains"))) return st;
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_groups, ng, "chain groups"))) return st;
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_child, nc, "chain children"))) return st;
+    PC_GPU_CHECK(cudaMemcpy(s->d_chain_begin, ch->begin, nb, cudaMemcpyHostToDevice));
+    PC_GPU_CHECK(cudaMemcpy(s->d_chain_groups, ch->groups, ng, cudaMemcpyHostToDevice));
+    if (s->G > 1)
+        PC_GPU_CHECK(cudaMemcpy(s->d_chain_child, ch->child_chain, ng - sizeof(int32_t),
+                                cudaMemcpyHostToDevice));
+fail:
+    return st;
+}
+
+static size_t warp_chain_bytes(const pc_gpu_state *s) {
+    return sizeof(int32_t) * ((size_t)s->chains.num_chains + 1 + 2 * (size_t)s->G);
+}
+
+/* exp(trans_logw) per group, in the kernel's layout, into s->d_wf; and the chains. */
 extern "C" pc_status pc_gpu_fuse_warp_upload(pc_gpu_state *s) {
     pc_status st = PC_OK;
     const pc_circuit *c = s->circuit;
@@ -426,20 +448,24 @@ extern "C" pc_status pc_gpu_fuse_warp_upload(pc_gpu_state *s) {
     }
     if ((st = pc_gpu_alloc(s, (void **)&s->d_wf, bytes, "exp(trans_logw), padded"))) goto fail;
     PC_GPU_CHECK(cudaMemcpy(s->d_wf, h, bytes, cudaMemcpyHostToDevice));
+    st = warp_upload_chains(s);
 fail:
     free(h);
     return st;
 }
 
-/* (The chains and their slots are the common buffers': cuda_circuit.cu.) */
+/* The chains' slots are the common message buffer's (plan_slots counts them). */
 extern "C" size_t pc_gpu_fuse_warp_bytes(const pc_gpu_state *s, int64_t chunk) {
     (void)chunk;
-    return warp_w_bytes(s->G, warp_kp(s->K));
+    return warp_w_bytes(s->G, warp_kp(s->K)) + warp_chain_bytes(s);
 }
 
 extern "C" void pc_gpu_fuse_warp_release(pc_gpu_state *s) {
     pc_gpu_release(s, s->d_wf, warp_w_bytes(s->G, warp_kp(s->K)));
-    s->d_wf = NULL;
+    pc_gpu_release(s, s->d_chain_begin, sizeof(int32_t) * ((size_t)s->chains.num_chains + 1));
+    pc_gpu_release(s, s->d_chain_groups, sizeof(int32_t) * (size_t)s->G);
+    pc_gpu_release(s, s->d_chain_child, sizeof(int32_t) * (size_t)s->G);
+    s->d_wf = NULL, s->d_chain_begin = s->d_chain_groups = s->d_chain_child = NULL;
 }
 
 extern "C" pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args *a,
