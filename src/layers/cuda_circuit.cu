@@ -47,7 +47,7 @@ void pc_gpu_release(pc_gpu_state *s, void *ptr, size_t bytes) {
 /* ---- plan ---------------------------------------------------------------------------------*/
 
 /* The slot plan (src/layers/gpu_plan.c, tested without a GPU) into the host copy of the groups;
- * with the warp strategy also its chains and their slots (the buffer takes the larger count). */
+ * with the warp strategy also its chains, each with a slot of its own. */
 static pc_status plan_slots(pc_gpu_state *s) {
     pc_status st = PC_OK;
     s->h_groups = (pc_gpu_group *)calloc((size_t)s->G, sizeof(pc_gpu_group));
@@ -56,7 +56,7 @@ static pc_status plan_slots(pc_gpu_state *s) {
     if ((st = pc_gpu_plan(s->circuit, s->h_groups, &s->num_slots))) return st;
     if (!s->warp_ok) return PC_OK;
     if ((st = pc_gpu_chain_plan(s->circuit, PC_GPU_CHAIN_MAX, &s->chains))) return st;
-    if (s->chains.num_slots > s->num_slots) s->num_slots = s->chains.num_slots;
+    if (s->chains.num_chains > s->num_slots) s->num_slots = s->chains.num_chains;
     return PC_OK;
 }
 
@@ -253,8 +253,7 @@ void pc_gpu_fill_args(const pc_gpu_state *s, int64_t n, int buf, int has_missing
     a->wf = s->d_wf;
     a->wq = s->d_wq, a->table = s->d_table, a->root_logw = s->d_root_logw;
     a->chain_begin = s->d_chain_begin, a->chain_groups = s->d_chain_groups;
-    a->chain_child = s->d_chain_child, a->chain_slot = s->d_chain_slot;
-    a->chain_wait = s->d_chain_wait;
+    a->chain_child = s->d_chain_child;
     a->x = s->d_x[buf], a->missing = has_missing ? s->d_missing[buf] : NULL;
     a->off = s->d_off, a->rel = s->d_rel, a->logp = s->d_logp[buf];
     a->done = s->d_done, a->queue = s->d_done + (size_t)s->G * s->max_tiles;

@@ -69,9 +69,7 @@ typedef struct pc_gpu_args {
     const double *root_logw;    /* [K] */
     const int32_t *chain_begin;  /* [chains + 1] (fuse warp; gpu_plan.h) */
     const int32_t *chain_groups; /* [G] */
-    const int32_t *chain_child;  /* [G - 1] chain of each child entry */
-    const int32_t *chain_slot;   /* [chains] slot of its message, -1 for the root's */
-    const int32_t *chain_wait;   /* [chains] the slot's previous reader, or -1 */
+    const int32_t *chain_child;  /* [G - 1] chain (= slot) of each child entry */
     const uint8_t *x;           /* [n][V] */
     const uint8_t *missing;     /* [n][V] or NULL */
     double *off;                /* [slots][chunk] */
@@ -140,7 +138,6 @@ struct pc_gpu_state {
     pc_gpu_group *d_groups;
     int32_t *d_vars, *d_children, *d_child_slot;
     int32_t *d_chain_begin, *d_chain_groups, *d_chain_child; /* fuse warp */
-    int32_t *d_chain_slot, *d_chain_wait;
     float *d_input, *d_wexp, *d_wf;
     int32_t *d_wq, *d_table;
     double *d_root_logw;

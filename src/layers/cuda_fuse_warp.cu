@@ -13,9 +13,8 @@
  * runs it bottom to top and hands each group's message to the next in shared memory, so only
  * the chain's bottom waits on counters and loads messages from L2, and only its top writes
  * one and raises a counter (the shipped MNIST model: 229 chains of at most 4 groups instead
- * of 550 items per tile, their messages in 115 slots). Longer chains were slower
- * (cuda_circuit.cu, PC_GPU_CHAIN_MAX), and so was running a chain, without waits, in the
- * block that finished the last of its children
+ * of 550 items per tile). Longer chains were slower (cuda_circuit.cu, PC_GPU_CHAIN_MAX), and
+ * so was running a chain, without waits, in the block that finished the last of its children
  * (leaf chains from the queue; 1.11-1.27x slower at batch 4096, three barriers and a serial
  * atomic per chain and block).
  *
@@ -67,15 +66,13 @@ static __device__ __forceinline__ void warp_load4(const float *p, int k, int K, 
     }
 }
 
-/* Lanes wait (one dependency each) until every child chain of chain c's bottom g, and the
- * reader of the previous message in c's slot, have finished the item's 16 samples; then their
- * writes are visible to the whole warp. */
+/* Lanes wait (one child each) until every child chain of a chain's bottom g has finished the
+ * item's 16 samples; then their writes are visible to the whole warp. (Chains have slots of
+ * their own, so no chain waits on the reader of a slot's previous message.) */
 static __device__ __forceinline__ void warp_wait(const pc_gpu_args &a, const pc_gpu_group &g,
-                                                 int c, int t, int lane) {
-    const int nch = g.child_end - g.child_begin, wait = __ldg(a.chain_wait + c);
-    for (int i = lane; i < nch + (wait >= 0); i += 32) {
-        const int q = i < nch ? __ldg(a.chain_child + g.child_begin + i) : wait;
-        const volatile int32_t *d = a.done + (size_t)q * a.tiles + t;
+                                                 int t, int lane) {
+    for (int i = g.child_begin + lane; i < g.child_end; i += 32) {
+        const volatile int32_t *d = a.done + (size_t)__ldg(a.chain_child + i) * a.tiles + t;
         while (*d < a.K) __nanosleep(32);
         __threadfence();
     }
@@ -141,7 +138,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
     int gi = __ldg(a.chain_groups + cb);
     pc_gpu_group g = a.groups[gi];
     if (warp_smem_w<KP>() && g.slot >= 0) warp_stage_w<KP>(a.wf + (size_t)gi * KP * KP, ws);
-    if (active) warp_wait(a, g, c, t, lane);
+    if (active) warp_wait(a, g, t, lane);
     double o[2] = {0.0, 0.0}; /* the offsets the group below hands on */
 
     for (int m = cb; m < ce; m++) {
@@ -172,7 +169,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
             }
             for (int ci = g.child_begin; ci < (active && m == cb ? g.child_end : g.child_begin);
                  ci++) {
-                const size_t slot = (size_t)__ldg(a.chain_slot + __ldg(a.chain_child + ci));
+                const size_t slot = (size_t)__ldg(a.chain_child + ci);
                 float v[RA][NQ][4];
 #pragma unroll
                 for (int h = 0; h < RA; h++) {
@@ -281,8 +278,8 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
             constexpr int LDW = warp_smem_w<KP>() ? LD : KP;
             const float *wg = (warp_smem_w<KP>() ? ws : a.wf + (size_t)gi * KP * KP) + k0;
             /* The top writes its message to the chain's slot, the others to carry. */
-            const size_t cs = top ? (size_t)__ldg(a.chain_slot + c) : 0; /* the chain's slot */
-            float *out[2] = {a.rel + (cs * a.chunk + r[0]) * K, a.rel + (cs * a.chunk + r[1]) * K};
+            float *out[2] = {a.rel + ((size_t)c * a.chunk + r[0]) * K,
+                             a.rel + ((size_t)c * a.chunk + r[1]) * K};
 #pragma unroll(KP == 64 ? 2 : NT)
             for (int n = 0; n < NT; n++) {
                 const float4 *w4 =
@@ -318,7 +315,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
             if (top) {
 #pragma unroll
                 for (int h = 0; h < 2; h++)
-                    if (ok[h] && t4 == 0) a.off[cs * a.chunk + r[h]] = o[h];
+                    if (ok[h] && t4 == 0) a.off[(size_t)c * a.chunk + r[h]] = o[h];
                 /* Publish: every lane's stores, then one release of the counter. */
                 __syncwarp();
                 if (lane == 0) {
@@ -416,16 +413,12 @@ static pc_status warp_upload_chains(pc_gpu_state *s) {
     pc_status st = PC_OK;
     const pc_gpu_chains *ch = &s->chains;
     const size_t nb = sizeof(int32_t) * ((size_t)ch->num_chains + 1);
-    const size_t ng = sizeof(int32_t) * (size_t)s->G, nc = nb - sizeof(int32_t);
+    const size_t ng = sizeof(int32_t) * (size_t)s->G, nc = sizeof(int32_t) * (size_t)s->G;
     if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_begin, nb, "chains"))) return st;
     if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_groups, ng, "chain groups"))) return st;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_child, ng, "chain children"))) return st;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_slot, nc, "chain slots"))) return st;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_wait, nc, "chain waits"))) return st;
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_child, nc, "chain children"))) return st;
     PC_GPU_CHECK(cudaMemcpy(s->d_chain_begin, ch->begin, nb, cudaMemcpyHostToDevice));
     PC_GPU_CHECK(cudaMemcpy(s->d_chain_groups, ch->groups, ng, cudaMemcpyHostToDevice));
-    PC_GPU_CHECK(cudaMemcpy(s->d_chain_slot, ch->slot, nc, cudaMemcpyHostToDevice));
-    PC_GPU_CHECK(cudaMemcpy(s->d_chain_wait, ch->wait, nc, cudaMemcpyHostToDevice));
     if (s->G > 1)
         PC_GPU_CHECK(cudaMemcpy(s->d_chain_child, ch->child_chain, ng - sizeof(int32_t),
                                 cudaMemcpyHostToDevice));
@@ -434,7 +427,7 @@ fail:
 }
 
 static size_t warp_chain_bytes(const pc_gpu_state *s) {
-    return sizeof(int32_t) * (3 * (size_t)s->chains.num_chains + 1 + 2 * (size_t)s->G);
+    return sizeof(int32_t) * ((size_t)s->chains.num_chains + 1 + 2 * (size_t)s->G);
 }
 
 /* exp(trans_logw) per group, in the kernel's layout, into s->d_wf; and the chains. */
@@ -472,10 +465,7 @@ extern "C" void pc_gpu_fuse_warp_release(pc_gpu_state *s) {
     pc_gpu_release(s, s->d_chain_begin, sizeof(int32_t) * ((size_t)s->chains.num_chains + 1));
     pc_gpu_release(s, s->d_chain_groups, sizeof(int32_t) * (size_t)s->G);
     pc_gpu_release(s, s->d_chain_child, sizeof(int32_t) * (size_t)s->G);
-    pc_gpu_release(s, s->d_chain_slot, sizeof(int32_t) * (size_t)s->chains.num_chains);
-    pc_gpu_release(s, s->d_chain_wait, sizeof(int32_t) * (size_t)s->chains.num_chains);
     s->d_wf = NULL, s->d_chain_begin = s->d_chain_groups = s->d_chain_child = NULL;
-    s->d_chain_slot = s->d_chain_wait = NULL;
 }
 
 extern "C" pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args *a,

@@ -108,51 +108,6 @@ done:
     return st;
 }
 
-/* Message slots of the ordered chains, as pc_gpu_plan does for groups: a slot is free once the
- * chain that reads it (its parent) has run, and goes, oldest freed first, to a chain that
- * starts at a later step than that reader, which then waits for it. The reader comes earlier
- * in the queue, so a queue in chain order never hands out an item before the items it waits
- * on. The root's chain writes no message (slot -1). */
-static pc_status plan_chain_slots(const pc_circuit *c, pc_gpu_chains *ch) {
-    const int32_t n = ch->num_chains, G = c->num_groups;
-    int32_t *start = malloc(sizeof(int32_t) * (size_t)n);
-    int32_t *finish = malloc(sizeof(int32_t) * (size_t)n);
-    int32_t *fifo_slot = malloc(sizeof(int32_t) * (size_t)G);
-    int32_t *fifo_reader = malloc(sizeof(int32_t) * (size_t)G);
-    ch->slot = malloc(sizeof(int32_t) * (size_t)n);
-    ch->wait = malloc(sizeof(int32_t) * (size_t)n);
-    pc_status st = PC_OK;
-    if (!start || !finish || !fifo_slot || !fifo_reader || !ch->slot || !ch->wait) {
-        st = pc_fail(PC_ERR_NOMEM, "GPU chain plan for %d groups: out of host memory", G);
-        goto done;
-    }
-    int32_t head = 0, tail = 0;
-    ch->num_slots = 0;
-    for (int32_t i = 0; i < n; i++) {
-        const int32_t b = ch->groups[ch->begin[i]], top = ch->groups[ch->begin[i + 1] - 1];
-        start[i] = 0;
-        for (int32_t k = c->child_start[b]; k < c->child_start[b + 1]; k++)
-            if (finish[ch->child_chain[k]] > start[i]) start[i] = finish[ch->child_chain[k]];
-        finish[i] = start[i] + ch->begin[i + 1] - ch->begin[i];
-        ch->wait[i] = -1;
-        if (c->group_parent[top] < 0)
-            ch->slot[i] = -1;
-        else if (head < tail && start[fifo_reader[head]] < start[i])
-            ch->slot[i] = fifo_slot[head], ch->wait[i] = fifo_reader[head], head++;
-        else
-            ch->slot[i] = ch->num_slots++;
-        for (int32_t k = c->child_start[b]; k < c->child_start[b + 1]; k++) {
-            fifo_slot[tail] = ch->slot[ch->child_chain[k]];
-            fifo_reader[tail] = i;
-            tail++;
-        }
-    }
-    if (ch->num_slots == 0) ch->num_slots = 1;
-done:
-    free(start), free(finish), free(fifo_slot), free(fifo_reader);
-    return st;
-}
-
 pc_status pc_gpu_chain_plan(const pc_circuit *c, int32_t max_len, pc_gpu_chains *out) {
     if (!c || !out || max_len < 1)
         return pc_fail(PC_ERR_ARG, "pc_gpu_chain_plan: NULL argument or max_len < 1");
@@ -183,7 +138,6 @@ pc_status pc_gpu_chain_plan(const pc_circuit *c, int32_t max_len, pc_gpu_chains 
     for (int32_t i = 0; i < G - 1; i++) ch.child_chain[i] = chain_of[c->group_children[i]];
     free(chain_of);
     pc_status st = order_chains(c, &ch);
-    if (!st) st = plan_chain_slots(c, &ch);
     if (st) {
         pc_gpu_chains_free(&ch);
         return st;
@@ -194,7 +148,7 @@ pc_status pc_gpu_chain_plan(const pc_circuit *c, int32_t max_len, pc_gpu_chains 
 
 void pc_gpu_chains_free(pc_gpu_chains *ch) {
     if (!ch) return;
-    free(ch->begin), free(ch->groups), free(ch->child_chain), free(ch->slot), free(ch->wait);
-    ch->begin = ch->groups = ch->child_chain = ch->slot = ch->wait = NULL;
-    ch->num_chains = ch->num_slots = 0;
+    free(ch->begin), free(ch->groups), free(ch->child_chain);
+    ch->begin = ch->groups = ch->child_chain = NULL;
+    ch->num_chains = 0;
 }

@@ -48,21 +48,17 @@ int32_t pc_gpu_split_layers(const pc_circuit *circuit, int64_t wide_items, int64
  * tree in which every group above the first has exactly one child group, the one below it: a
  * warp item takes a chain for its samples and hands each message to the next group in shared
  * memory, with no slot, no counter and no wait in between. Only a chain's top writes a
- * message, into its slot, and only a chain's first group (its bottom) reads messages of other
- * chains: its children, each the top of a chain listed earlier. Slots are reused as in
- * pc_gpu_plan: a chain whose slot held an earlier message waits for that message's reader, a
- * chain listed earlier, so a work queue in chain order never hands out an item before the
- * items it waits on. Chains come in the order in which they could start if every group took
- * one step (a chain starts when the chains it reads have finished), so that an item seldom
- * waits long for its children while the chains it waits on run. */
+ * message, into slot `chain index` (slots are not reused, so no chain waits on a reader), and
+ * only a chain's first group (its bottom) reads messages of other chains: its children, each
+ * the top of a chain listed earlier, so a work queue in chain order never hands out an item
+ * before the items it waits on. Chains come in the order in which they could start if every
+ * group took one step (a chain starts when the chains it reads have finished), so that an item
+ * seldom waits long for its children while the chains it waits on run. */
 typedef struct pc_gpu_chains {
-    int32_t num_chains, num_slots;
+    int32_t num_chains;
     int32_t *begin;       /* [num_chains + 1] ranges of `groups` */
     int32_t *groups;      /* [G] each chain's groups, bottom (first evaluated) to top */
-    int32_t *child_chain; /* [G - 1] the chain of each entry of group_children */
-    int32_t *slot;        /* [num_chains] slot of the top's message; -1 for the root's chain */
-    int32_t *wait;        /* [num_chains] chain that must finish a tile before this one writes
-                             it (the reader of the slot's previous message), or -1 */
+    int32_t *child_chain; /* [G - 1] the chain, so the slot, of each entry of group_children */
 } pc_gpu_chains;
 
 /* Fills *chains (arrays allocated here; release with pc_gpu_chains_free), each chain at most
