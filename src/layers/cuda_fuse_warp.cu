@@ -6,7 +6,8 @@
  * A warp item needs no barrier: the warp gathers its samples' inputs into registers, takes the
  * max and the exp there, multiplies on the tensor cores and writes the logs, while the SM's
  * other warps run other items. Items are handed out in chain order through an atomic counter
- * and wait on their children's counters, as in the persistent strategy.
+ * and wait on their children's counters, as in the persistent strategy (gpu_plan.h: slots of
+ * their own, measured faster than slots reused between chains).
  *
  * Why chains: most groups of an HCLT have one child group (387 of the 549 sum groups of the
  * MNIST model), so the tree is mostly paths. A chain (gpu_plan.h) is such a path; the warp
@@ -21,9 +22,9 @@
  * The product out[b, j] = sum_k e[b, k] exp(w[j, k]) runs as mma.m8n8k4.f64: FP64 products
  * and sums of the FP32 operands, so it is exact to far below FP32 (only e, from an FP32 exp,
  * exp(w) in FP32 and the FP32 log of the result round, as in the other strategies). A 3xTF32
- * product on the FP32 tensor cores was measured first: they sum
- * with truncation, a bias of about 1e-7 per output that added up to 3e-5 nats over a chain
- * of 300 groups (against 2e-6 for the FP32 paths), so it was dropped.
+ * product on the FP32 tensor cores was measured first: they sum with truncation, a bias of
+ * about 1e-7 per output that added up to 3e-5 nats over a chain of 300 groups (against 2e-6
+ * for the FP32 paths), so it was dropped.
  *
  * Register layout (lane = 4 g + t, g = 0..7, t = 0..3): the two 8-row mma tiles are samples
  * b0 + g and b0 + 8 + g; the lane holds k = t KP / 4 .. (t + 1) KP / 4 - 1 of both rows, so
