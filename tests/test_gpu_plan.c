@@ -90,21 +90,25 @@ static int32_t check_chains(const pc_circuit *c, int32_t max_len) {
             assert_int_equal(chain_of[g], -1); /* every group in one chain, once */
             chain_of[g] = i;
             const int32_t nch = c->child_start[g + 1] - c->child_start[g];
+            const int32_t nv = c->var_start[g + 1] - c->var_start[g];
             if (m == ch.begin[i]) {
-                /* A bottom continues no chain, unless the one below is full. */
-                if (nch == 1) {
+                /* A bottom continues no chain, unless the one below is full or it has too
+                 * many variables. */
+                if (nch == 1 && nv <= PC_GPU_CHAIN_LINK_VARS) {
                     const int32_t below = chain_of[c->group_children[c->child_start[g]]];
                     assert_true(below >= 0);
                     assert_int_equal(ch.begin[below + 1] - ch.begin[below], max_len);
                 }
             } else {
                 assert_int_equal(nch, 1); /* the one child is the group below */
+                assert_true(nv <= PC_GPU_CHAIN_LINK_VARS);
                 assert_int_equal(c->group_children[c->child_start[g]], ch.groups[m - 1]);
             }
         }
         /* The top's parent does not continue the chain, unless it is full. */
         const int32_t top = ch.groups[ch.begin[i + 1] - 1], p = c->group_parent[top];
         assert_true(p < 0 || c->child_start[p + 1] - c->child_start[p] != 1 ||
+                    c->var_start[p + 1] - c->var_start[p] > PC_GPU_CHAIN_LINK_VARS ||
                     ch.begin[i + 1] - ch.begin[i] == max_len);
     }
     for (int32_t g = 0; g < G; g++) assert_true(chain_of[g] >= 0);

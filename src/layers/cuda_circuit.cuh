@@ -70,6 +70,9 @@ typedef struct pc_gpu_args {
     const int32_t *chain_begin;  /* [chains + 1] (fuse warp; gpu_plan.h) */
     const int32_t *chain_groups; /* [G] */
     const int32_t *chain_child;  /* [G - 1] chain (= slot) of each child entry */
+    const float *in_lin;         /* [V][C + 1][KP] exp(input - in_max), 0 past K (fuse warp) */
+    const double *in_max;        /* [V][C + 1] max_k input[v][c][k] (fuse warp) */
+    const double *root_wexp;     /* [KP] exp(root_logw), 0 past K (fuse warp) */
     const uint8_t *x;           /* [n][V] */
     const uint8_t *missing;     /* [n][V] or NULL */
     double *off;                /* [slots][chunk] */
@@ -138,6 +141,8 @@ struct pc_gpu_state {
     pc_gpu_group *d_groups;
     int32_t *d_vars, *d_children, *d_child_slot;
     int32_t *d_chain_begin, *d_chain_groups, *d_chain_child; /* fuse warp */
+    float *d_in_lin;                                        /* fuse warp */
+    double *d_in_max, *d_root_wexp;                         /* fuse warp */
     float *d_input, *d_wexp, *d_wf;
     int32_t *d_wq, *d_table;
     double *d_root_logw;

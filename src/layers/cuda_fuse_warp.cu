@@ -14,14 +14,18 @@
  * runs it bottom to top and hands each group's message to the next in shared memory, so only
  * the chain's bottom waits on counters and loads messages from L2, and only its top writes
  * one and raises a counter (the shipped MNIST model: 229 chains of at most 4 groups instead
- * of 550 items per tile). Longer chains were slower (cuda_circuit.cu, PC_GPU_CHAIN_MAX), and
+ * of 550 items per tile). Above the bottom a group works in the linear domain (warp_link):
+ * the group below hands on its product before the log, and the group multiplies its inputs
+ * in, pre-exponentiated, so neither the log of the group below nor this group's exp is taken
+ * (K = 64, batch 4096: 1.344 -> 1.197 ms; K = 32 0.526 -> 0.492; K = 16 level). Longer chains were slower (cuda_circuit.cu, PC_GPU_CHAIN_MAX), and
  * so was running a chain, without waits, in the block that finished the last of its children
  * (leaf chains from the queue; 1.11-1.27x slower at batch 4096, three barriers and a serial
  * atomic per chain and block).
  *
  * The product out[b, j] = sum_k e[b, k] exp(w[j, k]) runs as mma.m8n8k4.f64: FP64 products
- * and sums of the FP32 operands, so it is exact to far below FP32 (only e, from an FP32 exp,
- * exp(w) in FP32 and the FP32 log of the result round, as in the other strategies). A 3xTF32
+ * and sums of the FP64 operands, so it is exact to far below FP32 (only e at a chain's bottom,
+ * from an FP32 exp, exp(w) and the linear inputs in FP32, the FP32 product handed up a chain
+ * and the FP32 log at its top round). A 3xTF32
  * product on the FP32 tensor cores was measured first: they sum with truncation, a bias of
  * about 1e-7 per output that added up to 3e-5 nats over a chain of 300 groups (against 2e-6
  * for the FP32 paths), so it was dropped.
@@ -33,6 +37,7 @@
  * words. Outputs come back as (row g, columns 2t and 2t + 1 of each 8-wide n-tile). */
 #include "layers/cuda_circuit.cuh"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,15 +123,153 @@ template <int KP> static constexpr size_t warp_smem_bytes() {
     return (warp_ws_floats<KP>() + WARP_BLOCK / 32 * warp_carry_floats<KP>()) * sizeof(float);
 }
 
+/* The chain's bottom, in the log domain: p[row][k] = the sum of its children's messages (from
+ * their slots, in L2) and its inputs, in FP64, RA rows at a time (their loads travel
+ * together; at K = 64 the FP64 sums of both rows would take 64 registers, so one at a time);
+ * m = max per row over the row's four lanes; ed = exp(p - m) (0 past K, past n and where m =
+ * -inf) for the product; o = the children's offsets + m. */
+template <int KP, bool V4>
+static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const pc_gpu_group &g,
+                                                   const int (&rr)[2], const bool (&ok)[2],
+                                                   int k0, bool active, double (&ed)[2][KP / 4],
+                                                   double (&o)[2]) {
+    constexpr int NQ = KP / 16, RA = KP <= 32 ? 2 : 1;
+    const int K = a.K, V = a.V;
+#pragma unroll
+    for (int h0 = 0; h0 < 2; h0 += RA) {
+        double p[RA][NQ][4], oh[RA];
+#pragma unroll
+        for (int h = 0; h < RA; h++) {
+            oh[h] = 0.0;
+#pragma unroll
+            for (int q = 0; q < NQ; q++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) p[h][q][i] = 0.0;
+        }
+        for (int ci = g.child_begin; ci < (active ? g.child_end : g.child_begin); ci++) {
+            const size_t slot = (size_t)__ldg(a.chain_child + ci);
+            float v[RA][NQ][4];
+#pragma unroll
+            for (int h = 0; h < RA; h++) {
+                const float *rel = a.rel + (slot * a.chunk + rr[h0 + h]) * K;
+#pragma unroll
+                for (int q = 0; q < NQ; q++) warp_load4<V4, true>(rel, k0 + 4 * q, K, v[h][q]);
+                oh[h] += __ldcg(a.off + slot * a.chunk + rr[h0 + h]);
+            }
+#pragma unroll
+            for (int h = 0; h < RA; h++)
+#pragma unroll
+                for (int q = 0; q < NQ; q++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) p[h][q][i] += (double)v[h][q][i];
+        }
+        for (int vi = g.var_begin; vi < (active ? g.var_end : g.var_begin); vi++) {
+            const int v = __ldg(a.vars + vi);
+            float w[RA][NQ][4];
+#pragma unroll
+            for (int h = 0; h < RA; h++) {
+                const size_t at = (size_t)rr[h0 + h] * V + v;
+                const int code = a.missing && __ldg(a.missing + at) ? a.C : __ldg(a.x + at);
+                const float *row = a.input + ((size_t)v * (a.C + 1) + code) * K;
+#pragma unroll
+                for (int q = 0; q < NQ; q++) warp_load4<V4, false>(row, k0 + 4 * q, K, w[h][q]);
+            }
+#pragma unroll
+            for (int h = 0; h < RA; h++)
+#pragma unroll
+                for (int q = 0; q < NQ; q++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) p[h][q][i] += (double)w[h][q][i];
+        }
+#pragma unroll
+        for (int h = 0; h < RA; h++) {
+            float e[NQ][4], x = -INFINITY;
+#pragma unroll
+            for (int q = 0; q < NQ; q++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    e[q][i] = ok[h0 + h] && k0 + 4 * q + i < K ? (float)p[h][q][i] : -INFINITY;
+                    x = fmaxf(x, e[q][i]);
+                }
+            x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+            x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+#pragma unroll
+            for (int q = 0; q < NQ; q++)
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    ed[h0 + h][4 * q + i] = x == -INFINITY ? 0.0 : (double)__expf(e[q][i] - x);
+            o[h0 + h] = x == -INFINITY ? -INFINITY : oh[h] + (double)x;
+        }
+    }
+}
+
+/* A group above the chain's bottom, in the linear domain: the group below left its product
+ * acc = sum_k ed[k] exp(w[j, k]) in carry (FP32, 0 or at least 2^-126), and the inputs come
+ * pre-exponentiated, lin[v][c][k] = exp(input - mx[v][c]) (FP32, 0 or at least 2^-126). So
+ * p[k] = acc[k] prod_v lin[v][x_v][k] exactly in FP64 (at most PC_GPU_CHAIN_LINK_VARS + 1
+ * factors: no underflow), o += sum_v mx[v][x_v], and the row is scaled by the power of two
+ * 2^-e that brings its max into [1, 2) (exact; o += e ln 2). The log of the group below and
+ * this group's exp are gone: the value is the same as the log domain's to FP64 rounding. */
+template <int KP>
+static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const pc_gpu_group &g,
+                                                 const int (&rr)[2], int g8, int k0,
+                                                 bool active, const float *carry,
+                                                 double (&ed)[2][KP / 4], double (&o)[2]) {
+    constexpr int NQ = KP / 16, LD = warp_ld<KP>();
+    const int V = a.V;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+#pragma unroll
+        for (int q = 0; q < NQ; q++) {
+            float4 c = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (active)
+                c = *reinterpret_cast<const float4 *>(carry + (g8 + 8 * h) * LD + k0 + 4 * q);
+            ed[h][4 * q] = c.x, ed[h][4 * q + 1] = c.y, ed[h][4 * q + 2] = c.z;
+            ed[h][4 * q + 3] = c.w;
+        }
+    }
+    for (int vi = g.var_begin; vi < (active ? g.var_end : g.var_begin); vi++) {
+        const int v = __ldg(a.vars + vi);
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const size_t at = (size_t)rr[h] * V + v;
+            const size_t row = (size_t)v * (a.C + 1) +
+                               (a.missing && __ldg(a.missing + at) ? a.C : __ldg(a.x + at));
+            const float4 *lin = reinterpret_cast<const float4 *>(a.in_lin + row * KP + k0);
+            o[h] += __ldg(a.in_max + row);
+#pragma unroll
+            for (int q = 0; q < NQ; q++) {
+                const float4 l = __ldg(lin + q);
+                ed[h][4 * q] *= l.x, ed[h][4 * q + 1] *= l.y, ed[h][4 * q + 2] *= l.z;
+                ed[h][4 * q + 3] *= l.w;
+            }
+        }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        /* The row's largest exponent: p >= 0, so the high words order as the values. */
+        int hi = 0;
+#pragma unroll
+        for (int i = 0; i < KP / 4; i++) hi = max(hi, __double2hiint(ed[h][i]));
+        hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, 1));
+        hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, 2));
+        const int e = hi == 0 ? 0 : (hi >> 20) - 1023; /* a row of zeros stays as it is */
+        const double scale = __hiloint2double((1023 - e) << 20, 0);
+#pragma unroll
+        for (int i = 0; i < KP / 4; i++) ed[h][i] *= scale;
+        o[h] += (double)e * 0.6931471805599453;
+    }
+}
+
 /* One item: chain c, samples 16 t .. 16 t + 15, all K outputs of each group, by one warp.
  * Every warp of the block calls it for the gang when exp(w) goes through shared memory (the
  * copies and their barriers are the block's); `active` is false for a warp whose tile lies
- * past the batch. `carry` is the warp's [16][warp_ld] message buffer. */
+ * past the batch. `carry` is the warp's [16][warp_ld] buffer in which a group hands its
+ * product to the next group of the chain, before the log. */
 template <int KP, bool V4>
 static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, bool active,
                                   float *ws, float *carry) {
-    constexpr int NQ = KP / 16; /* the lane's KP / 4 values of k per row, as NQ groups of 4 */
-    constexpr int NT = KP / 8;  /* 8-wide n-tiles of outputs */
+    constexpr int NT = KP / 8; /* 8-wide n-tiles of outputs */
     constexpr int LD = warp_ld<KP>();
     const int g8 = lane >> 2, t4 = lane & 3, K = a.K, k0 = t4 * (KP / 4);
     const int cb = __ldg(a.chain_begin + c), ce = __ldg(a.chain_begin + c + 1);
@@ -135,125 +278,29 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
     const int r[2] = {b0 + g8, b0 + g8 + 8};
     const bool ok[2] = {r[0] < a.n, r[1] < a.n};
     const int rr[2] = {ok[0] ? r[0] : b0, ok[1] ? r[1] : b0}; /* rows past n read b0 */
-    const int V = a.V;
     int gi = __ldg(a.chain_groups + cb);
     pc_gpu_group g = a.groups[gi];
     if (warp_smem_w<KP>() && g.slot >= 0) warp_stage_w<KP>(a.wf + (size_t)gi * KP * KP, ws);
     if (active) warp_wait(a, g, t, lane);
-    double o[2] = {0.0, 0.0}; /* the offsets the group below hands on */
+    double o[2] = {0.0, 0.0}; /* the rows' offsets: msg = o + log(ed exp(w)^T) */
 
     for (int m = cb; m < ce; m++) {
         const bool root = g.slot < 0, top = m + 1 == ce;
-
-        /* 1. p[row][q][i] = sum of the sources at k = k0 + 4 q + i, in FP64, RA rows at once
-         *    (their loads travel together; at K = 64 the FP64 sums of both rows would take 64
-         *    registers, so one at a time): the children's messages (the chain's bottom, from
-         *    their slots) or the message of the group below (from carry), then the inputs;
-         *    O = the sum of the children's offsets (every lane, for its rows). 2. e = p
-         *    (+ root_logw at the root) in FP32, -inf past K and past n. */
-        constexpr int RA = KP <= 32 ? 2 : 1;
-        float e[2][NQ][4];
-#pragma unroll
-        for (int h0 = 0; h0 < 2; h0 += RA) {
-            double p[RA][NQ][4], oh[RA];
-#pragma unroll
-            for (int h = 0; h < RA; h++) {
-                oh[h] = m == cb ? 0.0 : o[h0 + h];
-#pragma unroll
-                for (int q = 0; q < NQ; q++) {
-                    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                    if (m != cb && active)
-                        v = *reinterpret_cast<const float4 *>(carry + (g8 + 8 * (h0 + h)) * LD +
-                                                              k0 + 4 * q);
-                    p[h][q][0] = v.x, p[h][q][1] = v.y, p[h][q][2] = v.z, p[h][q][3] = v.w;
-                }
-            }
-            for (int ci = g.child_begin; ci < (active && m == cb ? g.child_end : g.child_begin);
-                 ci++) {
-                const size_t slot = (size_t)__ldg(a.chain_child + ci);
-                float v[RA][NQ][4];
-#pragma unroll
-                for (int h = 0; h < RA; h++) {
-                    const float *rel = a.rel + (slot * a.chunk + rr[h0 + h]) * K;
-#pragma unroll
-                    for (int q = 0; q < NQ; q++)
-                        warp_load4<V4, true>(rel, k0 + 4 * q, K, v[h][q]);
-                    oh[h] += __ldcg(a.off + slot * a.chunk + rr[h0 + h]);
-                }
-#pragma unroll
-                for (int h = 0; h < RA; h++)
-#pragma unroll
-                    for (int q = 0; q < NQ; q++)
-#pragma unroll
-                        for (int i = 0; i < 4; i++) p[h][q][i] += (double)v[h][q][i];
-            }
-            for (int vi = g.var_begin; vi < (active ? g.var_end : g.var_begin); vi++) {
-                const int v = __ldg(a.vars + vi);
-                float w[RA][NQ][4];
-#pragma unroll
-                for (int h = 0; h < RA; h++) {
-                    const size_t at = (size_t)rr[h0 + h] * V + v;
-                    const int code = a.missing && __ldg(a.missing + at) ? a.C : __ldg(a.x + at);
-                    const float *row = a.input + ((size_t)v * (a.C + 1) + code) * K;
-#pragma unroll
-                    for (int q = 0; q < NQ; q++)
-                        warp_load4<V4, false>(row, k0 + 4 * q, K, w[h][q]);
-                }
-#pragma unroll
-                for (int h = 0; h < RA; h++)
-#pragma unroll
-                    for (int q = 0; q < NQ; q++)
-#pragma unroll
-                        for (int i = 0; i < 4; i++) p[h][q][i] += (double)w[h][q][i];
-            }
-#pragma unroll
-            for (int h = 0; h < RA; h++) {
-                o[h0 + h] = oh[h];
-#pragma unroll
-                for (int q = 0; q < NQ; q++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++) {
-                        const int k = k0 + 4 * q + i;
-                        double x = p[h][q][i];
-                        if (root && k < K) x += __ldg(a.root_logw + k);
-                        e[h0 + h][q][i] = ok[h0 + h] && k < K ? (float)x : -INFINITY;
-                    }
-            }
-        }
+        /* 1.-3. The product's operand ed (FP64, max 1 or in [1, 2) per row) and o. */
+        double ed[2][KP / 4];
+        if (m == cb) warp_bottom<KP, V4>(a, g, rr, ok, k0, active, ed, o);
+        else warp_link<KP>(a, g, rr, g8, k0, active, carry, ed, o);
         __syncwarp(); /* every lane has read carry before the product overwrites it */
 
-        /* 3. m = max per row over the row's four lanes; e = exp(e - m), 0 where m = -inf. */
-        float mx[2];
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            float x = -INFINITY;
-#pragma unroll
-            for (int q = 0; q < NQ; q++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) x = fmaxf(x, e[h][q][i]);
-            x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-            x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-            mx[h] = x;
-#pragma unroll
-            for (int q = 0; q < NQ; q++)
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    e[h][q][i] = x == -INFINITY ? 0.0f : __expf(e[h][q][i] - x);
-        }
-
-        if (root) { /* log p(x) = O + m + log sum_k e, summed in FP64 */
+        if (root) { /* log p(x) = o + log sum_k ed[k] exp(root_logw[k]), in FP64 */
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 double sum = 0.0;
 #pragma unroll
-                for (int q = 0; q < NQ; q++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++) sum += (double)e[h][q][i];
+                for (int i = 0; i < KP / 4; i++) sum += ed[h][i] * __ldg(a.root_wexp + k0 + i);
                 sum += __shfl_xor_sync(0xffffffffu, sum, 1);
                 sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-                if (t4 == 0 && ok[h])
-                    a.logp[r[h]] =
-                        mx[h] == -INFINITY ? -INFINITY : o[h] + (double)mx[h] + log(sum);
+                if (t4 == 0 && ok[h]) a.logp[r[h]] = o[h] + log(sum);
             }
             return;
         }
@@ -265,20 +312,12 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
             __syncthreads();
         }
         if (active) {
-            /* 4.-5. Per n-tile of 8 outputs: acc = e exp(w)^T in FP64 on the tensor cores (the
-             *    lane's exp(w)[8 n + g][k0 .. k0 + KP / 4) as 16-byte words), then rel = log acc
-             *    at (row g or g + 8, j = 8 n + 2 t and + 1), to carry or, at the chain's top, to
-             *    its slot; off = O + m. */
-            double ed[2][KP / 4];
-#pragma unroll
-            for (int h = 0; h < 2; h++)
-#pragma unroll
-                for (int q = 0; q < NQ; q++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++) ed[h][4 * q + i] = (double)e[h][q][i];
+            /* 4.-5. Per n-tile of 8 outputs: acc = ed exp(w)^T in FP64 on the tensor cores (the
+             *    lane's exp(w)[8 n + g][k0 .. k0 + KP / 4) as 16-byte words), at (row g or
+             *    g + 8, j = 8 n + 2 t and + 1): to carry as it is, or, at the chain's top, its
+             *    log to the chain's slot with off = o. */
             constexpr int LDW = warp_smem_w<KP>() ? LD : KP;
             const float *wg = (warp_smem_w<KP>() ? ws : a.wf + (size_t)gi * KP * KP) + k0;
-            /* The top writes its message to the chain's slot, the others to carry. */
             float *out[2] = {a.rel + ((size_t)c * a.chunk + r[0]) * K,
                              a.rel + ((size_t)c * a.chunk + r[1]) * K};
 #pragma unroll(KP == 64 ? 2 : NT)
@@ -299,20 +338,17 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                 const int j = 8 * n + 2 * t4;
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    const float v0 = pc_gpu_log((float)acc[h][0]);
-                    const float v1 = pc_gpu_log((float)acc[h][1]);
                     if (!top) {
                         *reinterpret_cast<float2 *>(carry + (g8 + 8 * h) * LD + j) =
-                            make_float2(v0, v1);
+                            make_float2((float)acc[h][0], (float)acc[h][1]);
                         continue;
                     }
+                    const float v0 = pc_gpu_log((float)acc[h][0]);
+                    const float v1 = pc_gpu_log((float)acc[h][1]);
                     if (ok[h] && j < K) out[h][j] = v0;
                     if (ok[h] && j + 1 < K) out[h][j + 1] = v1;
                 }
             }
-#pragma unroll
-            for (int h = 0; h < 2; h++)
-                o[h] = mx[h] == -INFINITY ? -INFINITY : o[h] + (double)mx[h];
             if (top) {
 #pragma unroll
                 for (int h = 0; h < 2; h++)
@@ -336,7 +372,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
 
 /* The persistent loop: gangs of items (chain-major, chain order) until none is left.
  * Blocks per SM by K: 4 (128 registers) at K <= 64, 5 (96) at K <= 32, 8 (64) at K <= 16; a
- * lane holds 2 KP / 4 inputs in FP32 and again in FP64 for the mma. Dynamic shared memory:
+ * lane holds 2 KP / 4 operands in FP64 for the mma. Dynamic shared memory:
  * warp_smem_bytes<KP>(). */
 template <int KP, bool V4>
 static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 5 : 8)
@@ -431,7 +467,65 @@ static size_t warp_chain_bytes(const pc_gpu_state *s) {
     return sizeof(int32_t) * ((size_t)s->chains.num_chains + 1 + 2 * (size_t)s->G);
 }
 
-/* exp(trans_logw) per group, in the kernel's layout, into s->d_wf; and the chains. */
+/* The inputs in the linear form of warp_link (rows [V][C + 1], row C the marginal; KP floats
+ * each, 16-byte aligned) and exp(root_logw), computed in FP64 from the model's FP64 values;
+ * values below FLT_MIN become 0, as the FP32 exp of the log domain would flush them. */
+static size_t warp_in_rows(const pc_gpu_state *s) { return (size_t)s->V * ((size_t)s->C + 1); }
+static size_t warp_in_bytes(const pc_gpu_state *s) {
+    const size_t KP = (size_t)warp_kp(s->K);
+    return warp_in_rows(s) * (KP * sizeof(float) + sizeof(double)) + KP * sizeof(double);
+}
+
+static pc_status warp_upload_inputs(pc_gpu_state *s) {
+    pc_status st = PC_OK;
+    const pc_circuit *c = s->circuit;
+    const int K = s->K, KP = warp_kp(K), C = s->C;
+    const size_t rows = warp_in_rows(s);
+    float *lin = (float *)calloc(rows * KP, sizeof(float));
+    double *mx = (double *)malloc(rows * sizeof(double)), *in = (double *)malloc(K * sizeof(double));
+    double *rw = (double *)calloc(KP, sizeof(double));
+    if (!lin || !mx || !in || !rw) {
+        st = pc_fail(PC_ERR_NOMEM, "GPU upload: out of host memory for %zu input rows", rows);
+        goto fail;
+    }
+    for (size_t row = 0; row < rows; row++) {
+        const int v = (int)(row / (C + 1)), x = (int)(row % (C + 1));
+        double m = -INFINITY;
+        for (int k = 0; k < K; k++) {
+            const double *p = c->input_logp + ((size_t)v * K + k) * C;
+            if (x < C) {
+                in[k] = p[x];
+            } else { /* the marginal: LSE over the values */
+                double pm = -INFINITY, sum = 0.0;
+                for (int y = 0; y < C; y++) pm = p[y] > pm ? p[y] : pm;
+                for (int y = 0; y < C && pm != -INFINITY; y++) sum += exp(p[y] - pm);
+                in[k] = pm == -INFINITY ? -INFINITY : pm + log(sum);
+            }
+            m = in[k] > m ? in[k] : m;
+        }
+        mx[row] = m;
+        for (int k = 0; k < K && m != -INFINITY; k++) {
+            const double e = exp(in[k] - m);
+            lin[row * KP + k] = e < FLT_MIN ? 0.0f : (float)e;
+        }
+    }
+    for (int k = 0; k < K; k++) rw[k] = exp(c->root_logw[k]);
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_in_lin, rows * KP * sizeof(float), "linear inputs")))
+        goto fail;
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_in_max, rows * sizeof(double), "input maxima")))
+        goto fail;
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_root_wexp, KP * sizeof(double), "exp(root_logw)")))
+        goto fail;
+    PC_GPU_CHECK(cudaMemcpy(s->d_in_lin, lin, rows * KP * sizeof(float), cudaMemcpyHostToDevice));
+    PC_GPU_CHECK(cudaMemcpy(s->d_in_max, mx, rows * sizeof(double), cudaMemcpyHostToDevice));
+    PC_GPU_CHECK(cudaMemcpy(s->d_root_wexp, rw, KP * sizeof(double), cudaMemcpyHostToDevice));
+fail:
+    free(lin), free(mx), free(in), free(rw);
+    return st;
+}
+
+/* exp(trans_logw) per group, in the kernel's layout, into s->d_wf; the inputs' linear form;
+ * and the chains. */
 extern "C" pc_status pc_gpu_fuse_warp_upload(pc_gpu_state *s) {
     pc_status st = PC_OK;
     const pc_circuit *c = s->circuit;
@@ -449,6 +543,7 @@ extern "C" pc_status pc_gpu_fuse_warp_upload(pc_gpu_state *s) {
     }
     if ((st = pc_gpu_alloc(s, (void **)&s->d_wf, bytes, "exp(trans_logw), padded"))) goto fail;
     PC_GPU_CHECK(cudaMemcpy(s->d_wf, h, bytes, cudaMemcpyHostToDevice));
+    if ((st = warp_upload_inputs(s))) goto fail;
     st = warp_upload_chains(s);
 fail:
     free(h);
@@ -458,15 +553,20 @@ fail:
 /* The chains' slots are the common message buffer's (plan_slots counts them). */
 extern "C" size_t pc_gpu_fuse_warp_bytes(const pc_gpu_state *s, int64_t chunk) {
     (void)chunk;
-    return warp_w_bytes(s->G, warp_kp(s->K)) + warp_chain_bytes(s);
+    return warp_w_bytes(s->G, warp_kp(s->K)) + warp_in_bytes(s) + warp_chain_bytes(s);
 }
 
 extern "C" void pc_gpu_fuse_warp_release(pc_gpu_state *s) {
-    pc_gpu_release(s, s->d_wf, warp_w_bytes(s->G, warp_kp(s->K)));
+    const size_t KP = (size_t)warp_kp(s->K), rows = warp_in_rows(s);
+    pc_gpu_release(s, s->d_wf, warp_w_bytes(s->G, (int)KP));
+    pc_gpu_release(s, s->d_in_lin, rows * KP * sizeof(float));
+    pc_gpu_release(s, s->d_in_max, rows * sizeof(double));
+    pc_gpu_release(s, s->d_root_wexp, KP * sizeof(double));
     pc_gpu_release(s, s->d_chain_begin, sizeof(int32_t) * ((size_t)s->chains.num_chains + 1));
     pc_gpu_release(s, s->d_chain_groups, sizeof(int32_t) * (size_t)s->G);
     pc_gpu_release(s, s->d_chain_child, sizeof(int32_t) * (size_t)s->G);
-    s->d_wf = NULL, s->d_chain_begin = s->d_chain_groups = s->d_chain_child = NULL;
+    s->d_wf = NULL, s->d_in_lin = NULL, s->d_in_max = s->d_root_wexp = NULL;
+    s->d_chain_begin = s->d_chain_groups = s->d_chain_child = NULL;
 }
 
 extern "C" pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args *a,

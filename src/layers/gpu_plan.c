@@ -121,12 +121,16 @@ pc_status pc_gpu_chain_plan(const pc_circuit *c, int32_t max_len, pc_gpu_chains 
         free(chain_of), pc_gpu_chains_free(&ch);
         return pc_fail(PC_ERR_NOMEM, "GPU chain plan for %d groups: out of host memory", G);
     }
-    /* Evaluation order: a group continues its only child's chain (if shorter than max_len), or
-     * starts one; begin[chain + 1] counts the members, then turns into offsets. */
+    /* Evaluation order: a group with at most PC_GPU_CHAIN_LINK_VARS variables continues its
+     * only child's chain (if shorter than max_len), or starts one; begin[chain + 1] counts the
+     * members, then turns into offsets. */
     for (int32_t i = 0; i <= G; i++) ch.begin[i] = 0;
     for (int32_t g = 0; g < G; g++) {
         const int32_t nch = c->child_start[g + 1] - c->child_start[g];
-        const int32_t below = nch == 1 ? chain_of[c->group_children[c->child_start[g]]] : -1;
+        const int32_t nv = c->var_start[g + 1] - c->var_start[g];
+        const int32_t below = nch == 1 && nv <= PC_GPU_CHAIN_LINK_VARS
+                                  ? chain_of[c->group_children[c->child_start[g]]]
+                                  : -1;
         chain_of[g] = below >= 0 && ch.begin[below + 1] < max_len ? below : ch.num_chains++;
         ch.begin[chain_of[g] + 1]++;
     }

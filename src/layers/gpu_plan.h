@@ -44,16 +44,22 @@ pc_status pc_gpu_plan(const pc_circuit *circuit, pc_gpu_group *groups, int32_t *
 int32_t pc_gpu_split_layers(const pc_circuit *circuit, int64_t wide_items, int64_t narrow_items,
                             double wide_cost, int64_t min_wide, int32_t grid);
 
+/* The most variables of a group above a chain's bottom: the warp strategy multiplies such a
+ * group's inputs into the message from below in FP64, one factor per variable, each 0 or at
+ * least 2^-126, so at most 8 factors keep every nonzero product above FP64's 2^-1022. */
+#define PC_GPU_CHAIN_LINK_VARS 7
+
 /* Chains for the fuse warp strategy (cuda_fuse_warp.cu). A chain is a path of groups up the
- * tree in which every group above the first has exactly one child group, the one below it: a
- * warp item takes a chain for its samples and hands each message to the next group in shared
- * memory, with no slot, no counter and no wait in between. Only a chain's top writes a
- * message, into slot `chain index` (slots are not reused, so no chain waits on a reader), and
- * only a chain's first group (its bottom) reads messages of other chains: its children, each
- * the top of a chain listed earlier, so a work queue in chain order never hands out an item
- * before the items it waits on. Chains come in the order in which they could start if every
- * group took one step (a chain starts when the chains it reads have finished), so that an item
- * seldom waits long for its children while the chains it waits on run. */
+ * tree in which every group above the first has exactly one child group, the one below it, and
+ * at most PC_GPU_CHAIN_LINK_VARS variables: a warp item takes a chain for its samples and hands
+ * each group's product to the next group in shared memory, with no slot, no counter and no
+ * wait in between. Only a chain's top writes a message, into slot `chain index` (slots are not
+ * reused, so no chain waits on a reader), and only a chain's first group (its bottom) reads
+ * messages of other chains: its children, each the top of a chain listed earlier, so a work
+ * queue in chain order never hands out an item before the items it waits on. Chains come in
+ * the order in which they could start if every group took one step (a chain starts when the
+ * chains it reads have finished), so that an item seldom waits long for its children while
+ * the chains it waits on run. */
 typedef struct pc_gpu_chains {
     int32_t num_chains;
     int32_t *begin;       /* [num_chains + 1] ranges of `groups` */
