@@ -371,11 +371,14 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
 }
 
 /* The persistent loop: gangs of items (chain-major, chain order) until none is left.
- * Blocks per SM by K: 4 (128 registers) at K <= 64, 5 (96) at K <= 32, 8 (64) at K <= 16; a
- * lane holds 2 KP / 4 operands in FP64 for the mma. Dynamic shared memory:
- * warp_smem_bytes<KP>(). */
+ * Blocks per SM by K: 3 (168 registers) at K <= 64, 5 (96) at K <= 32, 6 (80) at K <= 16; a
+ * lane holds 2 KP / 4 operands in FP64 for the mma. Fewer warps than fit, without spills, ran
+ * faster (H200, measured with the linear links: K = 64 at 1,024-2,048 samples 1.14-1.16x with
+ * 3 blocks instead of 4, 1.00x at 4,096; K = 16 1.06-1.15x with 6 instead of 8; K = 32 level
+ * or slower with 3 or 4): an item's latency on the tree's critical path counts more than the
+ * warps in flight. Dynamic shared memory: warp_smem_bytes<KP>(). */
 template <int KP, bool V4>
-static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 4 : KP == 32 ? 5 : 8)
+static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 3 : KP == 32 ? 5 : 6)
     warp_kernel(pc_gpu_args a, int total) {
     const int lane = threadIdx.x & 31;
     /* The block's warps take consecutive tiles of one chain ("gang" of W tiles), so that a
