@@ -17,10 +17,10 @@
  * of 550 items per tile). Above the bottom a group works in the linear domain (warp_link):
  * the group below hands on its product before the log, and the group multiplies its inputs
  * in, pre-exponentiated, so neither the log of the group below nor this group's exp is taken
- * (K = 64, batch 4096: 1.344 -> 1.197 ms; K = 32 0.526 -> 0.492; K = 16 level). Longer chains were slower (cuda_circuit.cu, PC_GPU_CHAIN_MAX), and
- * so was running a chain, without waits, in the block that finished the last of its children
- * (leaf chains from the queue; 1.11-1.27x slower at batch 4096, three barriers and a serial
- * atomic per chain and block).
+ * (K = 64, batch 4096: 1.344 -> 1.197 ms; K = 32 0.526 -> 0.492; K = 16 level). Longer
+ * chains were slower (cuda_circuit.cu, PC_GPU_CHAIN_MAX), and so was running a chain, without
+ * waits, in the block that finished the last of its children (leaf chains from the queue;
+ * 1.11-1.27x slower at batch 4096, three barriers and a serial atomic per chain and block).
  *
  * The product out[b, j] = sum_k e[b, k] exp(w[j, k]) runs as mma.m8n8k4.f64: FP64 products
  * and sums of the FP64 operands, so it is exact to far below FP32 (only e at a chain's bottom,
