@@ -147,6 +147,37 @@ fail:
     return st;
 }
 
+int pc_gpu_kp(int K) { return K <= 16 ? 16 : K <= 32 ? 32 : 64; }
+
+size_t pc_gpu_padded_w_bytes(const pc_gpu_state *s) {
+    const size_t KP = (size_t)pc_gpu_kp(s->K);
+    return (size_t)s->G * KP * KP * sizeof(float);
+}
+
+pc_status pc_gpu_upload_padded_w(pc_gpu_state *s, pc_gpu_w_layout layout, float **dst) {
+    pc_status st = PC_OK;
+    const pc_circuit *c = s->circuit;
+    const int K = s->K;
+    const size_t KP = (size_t)pc_gpu_kp(K), bytes = pc_gpu_padded_w_bytes(s);
+    float *h = (float *)calloc(bytes / sizeof(float), sizeof(float));
+    if (!h) return pc_fail(PC_ERR_NOMEM, "GPU upload: out of host memory for weights");
+    for (int g = 0; g < s->G; g++) {
+        const int32_t tr = c->group_trans[g];
+        if (tr < 0) continue;
+        const double *w = c->trans_logw + (size_t)tr * K * K;
+        float *hg = h + (size_t)g * KP * KP;
+        for (int j = 0; j < K; j++)
+            for (int k = 0; k < K; k++)
+                hg[layout == PC_GPU_W_ROWS ? j * KP + k : ((k / 4) * KP + j) * 4 + k % 4] =
+                    (float)exp(w[(size_t)j * K + k]);
+    }
+    if ((st = pc_gpu_alloc(s, (void **)dst, bytes, "exp(trans_logw), padded"))) goto fail;
+    PC_GPU_CHECK(cudaMemcpy(*dst, h, bytes, cudaMemcpyHostToDevice));
+fail:
+    free(h);
+    return st;
+}
+
 pc_status pc_gpu_upload_wexp(pc_gpu_state *s) {
     pc_status st = PC_OK;
     const pc_circuit *c = s->circuit;
@@ -250,7 +281,7 @@ void pc_gpu_fill_args(const pc_gpu_state *s, int64_t n, int buf, int has_missing
     memset(a, 0, sizeof(*a));
     a->groups = s->d_groups, a->vars = s->d_vars, a->children = s->d_children;
     a->child_slot = s->d_child_slot, a->input = s->d_input, a->wexp = s->d_wexp;
-    a->wf = s->d_wf;
+    a->wf = s->d_wf, a->wt = s->d_wt;
     a->wq = s->d_wq, a->table = s->d_table, a->root_logw = s->d_root_logw;
     a->chain_begin = s->d_chain_begin, a->chain_groups = s->d_chain_groups;
     a->chain_child = s->d_chain_child;

@@ -63,7 +63,8 @@ typedef struct pc_gpu_args {
     const int32_t *child_slot;  /* [G - 1] their slots */
     const float *input;         /* [V][C + 1][K]; row C is the marginal (missing value) */
     const float *wexp;          /* [G][K][K] exp(trans_logw[t_g, j, k]) at [g][k][j] (fuse, gemm) */
-    const float *wf;            /* [G][KP][KP] exp(trans_logw) at [g][j][k], KP >= K (fuse warp) */
+    const float *wf;            /* [G][KP][KP] exp(trans_logw), PC_GPU_W_ROWS (fuse warp) */
+    const float *wt;            /* [G][KP / 4][KP][4] exp(trans_logw), PC_GPU_W_QUADS (fuse tile) */
     const int32_t *wq;          /* [G][K][K] Q16.16 base-2 trans_logw at [g][k][j] (int) */
     const int32_t *table;       /* [PC_INT_TABLE_LEN] IntLSE correction table (int) */
     const double *root_logw;    /* [K] */
@@ -143,7 +144,7 @@ struct pc_gpu_state {
     int32_t *d_chain_begin, *d_chain_groups, *d_chain_child; /* fuse warp */
     float *d_in_lin;                                        /* fuse warp */
     double *d_in_max, *d_root_wexp;                         /* fuse warp */
-    float *d_input, *d_wexp, *d_wf;
+    float *d_input, *d_wexp, *d_wf, *d_wt;
     int32_t *d_wq, *d_table;
     double *d_root_logw;
     double *d_off;
@@ -190,6 +191,19 @@ void pc_gpu_fill_args(const pc_gpu_state *s, int64_t n, int buf, int has_missing
 /* Uploads exp(trans_logw) transposed per group to s->d_wexp (fuse and gemm). */
 pc_status pc_gpu_upload_wexp(pc_gpu_state *s);
 
+/* exp(trans_logw) of every group as the fuse tile and warp kernels read it: FP32, padded to
+ * KP = pc_gpu_kp(K) (K <= 64), zero outside K x K (a padded j has no output, a padded k no
+ * input) and for the root. PC_GPU_W_ROWS: [g][j][k] (warp: a lane reads 16-byte words of an
+ * output's row); PC_GPU_W_QUADS: [g][k / 4][j][k % 4] (tile: lane j reads its row's quads, so
+ * a warp's 32 lanes read 512 consecutive bytes; the rows layout made every lane read its own
+ * cache line, 1.05x slower at K = 32, batch 1024). FP32 as in the persistent strategy: FP64
+ * would double the bytes read from L2 (measured in the warp strategy: K = 32, batch 4096,
+ * 0.664 ms with FP64 weights against 0.621). */
+typedef enum { PC_GPU_W_ROWS, PC_GPU_W_QUADS } pc_gpu_w_layout;
+int pc_gpu_kp(int K);
+size_t pc_gpu_padded_w_bytes(const pc_gpu_state *s);
+pc_status pc_gpu_upload_padded_w(pc_gpu_state *s, pc_gpu_w_layout layout, float **dst);
+
 /* Queues the reset of the persistent kernels' counters for a forward pass described by a. */
 pc_status pc_gpu_reset_counters(const pc_gpu_args *a, cudaStream_t stream);
 
@@ -208,9 +222,12 @@ void pc_gpu_fuse_warp_release(pc_gpu_state *s);
 pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream);
 /* Whether the tile strategy can take the circuit (K and the shared memory its codes need). */
 int pc_gpu_fuse_tile_fits(const pc_circuit *circuit);
-/* The tile strategy's parts, for fuse's choosing strategy: kernel limits set once, and one
- * forward pass queued. */
+/* The tile strategy's parts, for fuse's choosing strategy: kernel limits set once, its
+ * weights (uploaded, counted and released), and one forward pass queued. */
 pc_status pc_gpu_fuse_tile_prepare(pc_gpu_state *s);
+pc_status pc_gpu_fuse_tile_upload(pc_gpu_state *s);
+size_t pc_gpu_fuse_tile_bytes(const pc_gpu_state *s, int64_t chunk);
+void pc_gpu_fuse_tile_release(pc_gpu_state *s);
 pc_status pc_gpu_fuse_tile_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream);
 
 #ifdef __cplusplus

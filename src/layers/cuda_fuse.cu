@@ -550,12 +550,19 @@ static pc_status choose_configure(pc_gpu_state *s) {
 
 static pc_status choose_upload(pc_gpu_state *s) {
     pc_status st = pc_gpu_upload_wexp(s);
+    if (st == PC_OK && s->tile_ok) st = pc_gpu_fuse_tile_upload(s);
     if (st == PC_OK && s->warp_ok) st = pc_gpu_fuse_warp_upload(s);
     return st;
 }
 
 static size_t choose_extra_bytes(const pc_gpu_state *s, int64_t chunk) {
-    return s->warp_ok ? pc_gpu_fuse_warp_bytes(s, chunk) : 0;
+    return (s->tile_ok ? pc_gpu_fuse_tile_bytes(s, chunk) : 0) +
+           (s->warp_ok ? pc_gpu_fuse_warp_bytes(s, chunk) : 0);
+}
+
+static void choose_release(pc_gpu_state *s) {
+    pc_gpu_fuse_tile_release(s);
+    pc_gpu_fuse_warp_release(s);
 }
 
 static pc_status choose_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {
@@ -570,7 +577,7 @@ static pc_status choose_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStrea
 static const pc_gpu_impl fuse_choose_impl = {
     PC_BACKEND_FUSE, NULL,           choose_strategy,    choose_configure,
     choose_upload,   choose_enqueue, choose_extra_bytes, NULL,
-    pc_gpu_fuse_warp_release};
+    choose_release};
 
 static pc_status fuse_create(const pc_circuit *c, const pc_eval_opts *o, void **state) {
     return pc_gpu_create(&fuse_choose_impl, c, o, state);

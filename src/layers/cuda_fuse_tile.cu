@@ -87,9 +87,11 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
     static_assert(SG * JW == 32 && TS * SG == TW, "tile shape");
     const int lane = threadIdx.x & 31, K = a.K, V = a.V;
     const int jl = lane % JW, sg = lane / JW;
+    constexpr int KP = KM < 16 ? 16 : KM; /* pc_gpu_kp(K): the row length of exp(w) */
     const pc_gpu_group g = plan.groups[gi];
     const bool root = g.slot < 0;
-    const float *w = a.wexp + (size_t)gi * K * K;
+    const float4 *w = reinterpret_cast<const float4 *>(a.wt) + (size_t)gi * KP * KP / 4 +
+                      jl; /* quad q of row j = jl + 32 n at w[q KP + 32 n] */
     /* The lane's columns k = jl + 32 n and samples t = sg + SG s: the same (t, k) in the product
      * and (t, j = k) in the output. */
     bool col_ok[NJ], row_ok[TS];
@@ -98,13 +100,15 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
 #pragma unroll
     for (int s = 0; s < TS; s++) row_ok[s] = b0 + sg + SG * s < a.n;
 
-    /* exp(w) column jl in registers first (K <= 32): independent of the data, so its loads
-     * overlap the gather's. */
+    /* exp(w) row j = jl in registers first (K <= 32), as 16-byte quads: independent of the
+     * data, so its loads overlap the gather's. */
     float wreg[NJ == 1 ? KM : 1];
     if constexpr (NJ == 1) {
 #pragma unroll
-        for (int k = 0; k < KM; k++)
-            wreg[k] = !root && k < K && col_ok[0] ? __ldg(w + (size_t)k * K + jl) : 0.0f;
+        for (int q = 0; q < KM / 4; q++) {
+            const float4 v = __ldg(w + q * KP);
+            wreg[4 * q] = v.x, wreg[4 * q + 1] = v.y, wreg[4 * q + 2] = v.z, wreg[4 * q + 3] = v.w;
+        }
     }
 
     /* 1. p[s][n] in FP64. Sources i < nch are children, the rest variables; lanes < TW also sum
@@ -117,6 +121,13 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
     const bool own_off = lane < TW && b0 + lane < a.n;
     const int nch = g.child_end - g.child_begin, nsrc = nch + g.var_end - g.var_begin;
     const uint16_t *my_codes = codes + sg * V;
+    /* The lane's element of slot 0 and of input row 0; a source adds one 32 x 32 -> 64-bit
+     * product to them (v (C + 1) + code < 2^32: the block's codes, T V of them, fit in shared
+     * memory). */
+    const float *rel0 = a.rel + (size_t)(b0 + sg) * K + jl, *in0 = a.input + jl;
+    const double *off0 = a.off + b0 + lane;
+    const unsigned chunk = (unsigned)a.chunk, Ku = (unsigned)K, chunk_k = chunk * Ku;
+    const unsigned C1 = (unsigned)a.C + 1;
     for (int i0 = 0; i0 < nsrc; i0 += U) {
         float val[U][TS][NJ];
         double ov[U];
@@ -125,21 +136,20 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
             const int i = i0 + u;
             ov[u] = 0.0;
             if (i < nch) {
-                const size_t slot = (size_t)plan.child_slot[g.child_begin + i];
-                const float *rel = a.rel + (slot * a.chunk + b0 + sg) * K + jl;
+                const unsigned slot = (unsigned)plan.child_slot[g.child_begin + i];
+                const float *rel = rel0 + (size_t)slot * chunk_k;
 #pragma unroll
                 for (int s = 0; s < TS; s++)
 #pragma unroll
                     for (int n = 0; n < NJ; n++)
                         val[u][s][n] =
                             row_ok[s] && col_ok[n] ? rel[(size_t)SG * s * K + 32 * n] : 0.0f;
-                if (own_off) ov[u] = a.off[slot * a.chunk + b0 + lane];
+                if (own_off) ov[u] = off0[(size_t)slot * chunk];
             } else if (i < nsrc) {
-                const int v = plan.vars[g.var_begin + i - nch];
-                const float *rows = a.input + (size_t)v * (a.C + 1) * K + jl;
+                const unsigned v = (unsigned)plan.vars[g.var_begin + i - nch];
 #pragma unroll
                 for (int s = 0; s < TS; s++) {
-                    const float *row = rows + (size_t)my_codes[SG * s * V + v] * K;
+                    const float *row = in0 + (size_t)(v * C1 + my_codes[SG * s * V + v]) * Ku;
 #pragma unroll
                     for (int n = 0; n < NJ; n++)
                         val[u][s][n] = row_ok[s] && col_ok[n] ? __ldg(row + 32 * n) : 0.0f;
@@ -201,7 +211,7 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
         return;
     }
 
-    /* 4. out[t][j] = sum_k es[t][k] wexp[k][j], four k at a time, unrolled up to KM so that
+    /* 4. out[t][j] = sum_k es[t][k] exp(w)[j][k], four k at a time, unrolled up to KM so that
      *    the weight loads of K > 32 (NJ = 2) are issued ahead of their use. */
     float acc[TS][NJ];
 #pragma unroll
@@ -213,13 +223,15 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
     for (int k0 = 0; k0 < KM; k0 += 4) {
         float wv[4][NJ];
 #pragma unroll
-        for (int q = 0; q < 4; q++)
+        for (int n = 0; n < NJ; n++) {
+            if constexpr (NJ == 1) {
 #pragma unroll
-            for (int n = 0; n < NJ; n++) {
-                const int k = k0 + q;
-                if constexpr (NJ == 1) wv[q][n] = wreg[k];
-                else wv[q][n] = k < K && col_ok[n] ? __ldg(w + (size_t)k * K + jl + 32 * n) : 0.0f;
+                for (int q = 0; q < 4; q++) wv[q][n] = wreg[k0 + q];
+            } else {
+                const float4 v = __ldg(w + (k0 / 4) * KP + 32 * n);
+                wv[0][n] = v.x, wv[1][n] = v.y, wv[2][n] = v.z, wv[3][n] = v.w;
             }
+        }
 #pragma unroll
         for (int s = 0; s < TS; s++) {
             const float4 e = *reinterpret_cast<const float4 *>(es + (sg + SG * s) * KM + k0);
@@ -400,9 +412,25 @@ fail:
     return st;
 }
 
+/* exp(w) in the padded quads form (PC_GPU_W_QUADS); the persistent strategy's form is not
+ * needed here. */
+extern "C" pc_status pc_gpu_fuse_tile_upload(pc_gpu_state *s) {
+    return pc_gpu_upload_padded_w(s, PC_GPU_W_QUADS, &s->d_wt);
+}
+
+extern "C" size_t pc_gpu_fuse_tile_bytes(const pc_gpu_state *s, int64_t chunk) {
+    (void)chunk;
+    return pc_gpu_padded_w_bytes(s);
+}
+
+extern "C" void pc_gpu_fuse_tile_release(pc_gpu_state *s) {
+    pc_gpu_release(s, s->d_wt, pc_gpu_padded_w_bytes(s));
+    s->d_wt = NULL;
+}
+
 extern "C" const pc_gpu_impl pc_gpu_fuse_tile_impl = {
-    PC_BACKEND_FUSE,          "tile", NULL, tile_configure, pc_gpu_upload_wexp,
-    pc_gpu_fuse_tile_enqueue, NULL,   NULL, NULL};
+    PC_BACKEND_FUSE,          "tile",                 NULL, tile_configure, pc_gpu_fuse_tile_upload,
+    pc_gpu_fuse_tile_enqueue, pc_gpu_fuse_tile_bytes, NULL, pc_gpu_fuse_tile_release};
 
 /* Whether the tile strategy takes this circuit (else fuse runs the persistent kernel). */
 extern "C" int pc_gpu_fuse_tile_fits(const pc_circuit *c) {

@@ -45,13 +45,7 @@
 #define WARP_BLOCK 128 /* threads per block: four warps, one gang */
 #define WARP_ROWS 16   /* samples per item: the mma's M, and the counters' run */
 
-/* exp(w) of group g as the kernel reads it: FP32 [g][j][k] for j, k < KP, zero outside K x K
- * (a padded j has no output, a padded k no input). FP32 as in the other fuse strategies: FP64
- * would double the bytes every gang reads from L2 (measured: K = 32, batch 4096, 0.664 ms
- * with FP64 weights against 0.621 with FP32). */
-static size_t warp_w_bytes(int G, int KP) { return (size_t)G * KP * KP * sizeof(float); }
-
-static int warp_kp(int K) { return K <= 16 ? 16 : K <= 32 ? 32 : 64; } /* K <= 64 */
+static int warp_kp(int K) { return pc_gpu_kp(K); }
 
 /* Four floats at p[k .. k + 3] (0 where k + i >= K). V4: K % 4 == 0, so p + k is 16-byte
  * aligned and the four are all in or all out. CG: read through L2 (messages written during
@@ -527,48 +521,30 @@ fail:
     return st;
 }
 
-/* exp(trans_logw) per group, in the kernel's layout, into s->d_wf; the inputs' linear form;
- * and the chains. */
+/* exp(trans_logw) per group (PC_GPU_W_ROWS), the inputs' linear form, and the chains. */
 extern "C" pc_status pc_gpu_fuse_warp_upload(pc_gpu_state *s) {
-    pc_status st = PC_OK;
-    const pc_circuit *c = s->circuit;
-    const int K = s->K, KP = warp_kp(K);
-    const size_t bytes = warp_w_bytes(s->G, KP);
-    float *h = (float *)calloc(bytes / sizeof(float), sizeof(float));
-    if (!h) return pc_fail(PC_ERR_NOMEM, "GPU upload: out of host memory for weights");
-    for (int g = 0; g < s->G; g++) {
-        const int32_t tr = c->group_trans[g];
-        if (tr < 0) continue;
-        const double *w = c->trans_logw + (size_t)tr * K * K;
-        for (int j = 0; j < K; j++)
-            for (int k = 0; k < K; k++)
-                h[((size_t)g * KP + j) * KP + k] = (float)exp(w[(size_t)j * K + k]);
-    }
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_wf, bytes, "exp(trans_logw), padded"))) goto fail;
-    PC_GPU_CHECK(cudaMemcpy(s->d_wf, h, bytes, cudaMemcpyHostToDevice));
-    if ((st = warp_upload_inputs(s))) goto fail;
-    st = warp_upload_chains(s);
-fail:
-    free(h);
+    pc_status st = pc_gpu_upload_padded_w(s, PC_GPU_W_ROWS, &s->d_wf);
+    if (st == PC_OK) st = warp_upload_inputs(s);
+    if (st == PC_OK) st = warp_upload_chains(s);
     return st;
 }
 
 /* The chains' slots are the common message buffer's (plan_slots counts them). */
 extern "C" size_t pc_gpu_fuse_warp_bytes(const pc_gpu_state *s, int64_t chunk) {
     (void)chunk;
-    return warp_w_bytes(s->G, warp_kp(s->K)) + warp_in_bytes(s) + warp_chain_bytes(s);
+    return pc_gpu_padded_w_bytes(s) + warp_in_bytes(s) + warp_chain_bytes(s);
 }
 
 extern "C" void pc_gpu_fuse_warp_release(pc_gpu_state *s) {
     const size_t KP = (size_t)warp_kp(s->K), rows = warp_in_rows(s);
-    pc_gpu_release(s, s->d_wf, warp_w_bytes(s->G, (int)KP));
+    pc_gpu_release(s, s->d_wf, pc_gpu_padded_w_bytes(s));
     pc_gpu_release(s, s->d_in_lin, rows * KP * sizeof(float));
     pc_gpu_release(s, s->d_in_max, rows * sizeof(double));
     pc_gpu_release(s, s->d_root_wexp, KP * sizeof(double));
     pc_gpu_release(s, s->d_chain_begin, sizeof(int32_t) * ((size_t)s->chains.num_chains + 1));
     pc_gpu_release(s, s->d_chain_groups, sizeof(int32_t) * (size_t)s->G);
     pc_gpu_release(s, s->d_chain_child, sizeof(int32_t) * (size_t)s->G);
-    s->d_wf = NULL, s->d_in_lin = NULL, s->d_in_max = s->d_root_wexp = NULL;
+    s->d_wf = s->d_in_lin = NULL, s->d_in_max = s->d_root_wexp = NULL;
     s->d_chain_begin = s->d_chain_groups = s->d_chain_child = NULL;
 }
 
