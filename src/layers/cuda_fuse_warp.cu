@@ -479,8 +479,8 @@ static pc_status warp_upload_inputs(pc_gpu_state *s) {
     const int K = s->K, KP = warp_kp(K), C = s->C;
     const size_t rows = warp_in_rows(s);
     float *lin = (float *)calloc(rows * KP, sizeof(float));
-    double *mx = (double *)malloc(rows * sizeof(double)), *in = (double *)malloc(K * sizeof(double));
-    double *rw = (double *)calloc(KP, sizeof(double));
+    double *mx = (double *)malloc(rows * sizeof(double));
+    double *in = (double *)malloc(K * sizeof(double)), *rw = (double *)calloc(KP, sizeof(double));
     if (!lin || !mx || !in || !rw) {
         st = pc_fail(PC_ERR_NOMEM, "GPU upload: out of host memory for %zu input rows", rows);
         goto fail;
