@@ -514,7 +514,7 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
 /* fuse's own choice, per forward pass of n samples:
  *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 from fuse_warp_min_n(K) samples:
  *     enough warp items to fill the GPU, each without a barrier;
- *   - else the tile strategy (no waits between blocks) up to K = 32;
+ *   - else the tile strategy (no waits between blocks) up to K = 64;
  *   - else the persistent kernel.
  * Measured on the H200 (MNIST tree), ms per forward pass at batch 512 / 1024 / 2048 / 4096:
  *   K = 16: tile 0.137 / 0.171 / 0.291 / 0.450,  warp 0.223 / 0.243 / 0.301 / 0.390;
@@ -525,11 +525,11 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
  * K = 32: 0.335 / 0.366 / 0.424 / 0.523, K = 64: 0.672 / 0.739 / 0.899 / 1.339, the same
  * crossovers; files 45-48 of the results.) At small batches the warp items' latency on the
  * tree's thin top loses. */
-#define FUSE_TILE_MAX_K 32
+#define FUSE_TILE_MAX_K 64
 #define FUSE_WARP_MAX_K PC_GPU_WARP_MAX_K
 
 /* Samples from which the warp strategy wins: where its items fill the GPU many times over. */
-static int64_t fuse_warp_min_n(int K) { return K <= 16 ? 4096 : K <= 32 ? 2048 : 1024; }
+static int64_t fuse_warp_min_n(int K) { return K <= 16 ? 4096 : 2048; }
 
 static const char *choose_strategy(const pc_gpu_state *s) {
     return s->last_strategy ? s->last_strategy : s->tile_ok ? "tile" : "persistent";
