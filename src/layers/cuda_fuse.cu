@@ -516,15 +516,13 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
  *     enough warp items to fill the GPU, each without a barrier;
  *   - else the tile strategy (no waits between blocks) up to K = 64;
  *   - else the persistent kernel.
- * Measured on the H200 (MNIST tree), ms per forward pass at batch 512 / 1024 / 2048 / 4096:
- *   K = 16: tile 0.137 / 0.171 / 0.291 / 0.450,  warp 0.223 / 0.243 / 0.301 / 0.390;
- *   K = 32: tile 0.205 / 0.326 / 0.576 / 1.096,  warp 0.338 / 0.377 / 0.439 / 0.621;
- *   K = 64: persistent 0.538 / 1.152 / 1.428 / 1.936, warp 0.684 / 0.753 / 0.921 / 1.416,
- *           tile 0.682 / 1.051 / 1.819 / 3.450.
- * (warp before its chains of groups; with them, K = 16: 0.219 / 0.272 / 0.295 / 0.344,
- * K = 32: 0.335 / 0.366 / 0.424 / 0.523, K = 64: 0.672 / 0.739 / 0.899 / 1.339, the same
- * crossovers; files 45-48 of the results.) At small batches the warp items' latency on the
- * tree's thin top loses. */
+ * Measured on the H200 (MNIST tree), ms per forward pass at batch 512 / 1024 / 2048 / 4096
+ * (results files 57-58):
+ *   K = 16: tile 0.099 / 0.144 / 0.249 / 0.389,  warp 0.198 / 0.237 / 0.280 / 0.320;
+ *   K = 32: tile 0.157 / 0.247 / 0.423 / 0.793,  warp 0.329 / 0.353 / 0.407 / 0.494;
+ *   K = 64: tile 0.285 / 0.442 / 0.784 / 1.512,  warp 0.556 / 0.621 / 0.775 / 1.201,
+ *           persistent 0.539 at 512, 1.529 at 4096.
+ * At small batches the warp items' latency on the tree's thin top loses. */
 #define FUSE_TILE_MAX_K 64
 #define FUSE_WARP_MAX_K PC_GPU_WARP_MAX_K
 
