@@ -25,10 +25,9 @@
  * The product out[b, j] = sum_k e[b, k] exp(w[j, k]) runs as mma.m8n8k4.f64: FP64 products
  * and sums of the FP64 operands, so it is exact to far below FP32 (only e at a chain's bottom,
  * from an FP32 exp, exp(w) and the linear inputs in FP32, the FP32 product handed up a chain
- * and the FP32 log at its top round). A 3xTF32
- * product on the FP32 tensor cores was measured first: they sum with truncation, a bias of
- * about 1e-7 per output that added up to 3e-5 nats over a chain of 300 groups (against 2e-6
- * for the FP32 paths), so it was dropped.
+ * and the FP32 log at its top round). A 3xTF32 product on the FP32 tensor cores was measured
+ * first: they sum with truncation, a bias of about 1e-7 per output that added up to 3e-5 nats
+ * over a chain of 300 groups (against 2e-6 for the FP32 paths), so it was dropped.
  *
  * Register layout (lane = 4 g + t, g = 0..7, t = 0..3): the two 8-row mma tiles are samples
  * b0 + g and b0 + 8 + g; the lane holds k = t KP / 4 .. (t + 1) KP / 4 - 1 of both rows, so
@@ -44,8 +43,6 @@
 
 #define WARP_BLOCK 128 /* threads per block: four warps, one gang */
 #define WARP_ROWS 16   /* samples per item: the mma's M, and the counters' run */
-
-static int warp_kp(int K) { return pc_gpu_kp(K); }
 
 /* Four floats at p[k .. k + 3] (0 where k + i >= K). V4: K % 4 == 0, so p + k is 16-byte
  * aligned and the four are all in or all out. CG: read through L2 (messages written during
@@ -469,14 +466,14 @@ static size_t warp_chain_bytes(const pc_gpu_state *s) {
  * values below FLT_MIN become 0, as the FP32 exp of the log domain would flush them. */
 static size_t warp_in_rows(const pc_gpu_state *s) { return (size_t)s->V * ((size_t)s->C + 1); }
 static size_t warp_in_bytes(const pc_gpu_state *s) {
-    const size_t KP = (size_t)warp_kp(s->K);
+    const size_t KP = (size_t)pc_gpu_kp(s->K);
     return warp_in_rows(s) * (KP * sizeof(float) + sizeof(double)) + KP * sizeof(double);
 }
 
 static pc_status warp_upload_inputs(pc_gpu_state *s) {
     pc_status st = PC_OK;
     const pc_circuit *c = s->circuit;
-    const int K = s->K, KP = warp_kp(K), C = s->C;
+    const int K = s->K, KP = pc_gpu_kp(K), C = s->C;
     const size_t rows = warp_in_rows(s);
     float *lin = (float *)calloc(rows * KP, sizeof(float));
     double *mx = (double *)malloc(rows * sizeof(double));
@@ -536,7 +533,7 @@ extern "C" size_t pc_gpu_fuse_warp_bytes(const pc_gpu_state *s, int64_t chunk) {
 }
 
 extern "C" void pc_gpu_fuse_warp_release(pc_gpu_state *s) {
-    const size_t KP = (size_t)warp_kp(s->K), rows = warp_in_rows(s);
+    const size_t KP = (size_t)pc_gpu_kp(s->K), rows = warp_in_rows(s);
     pc_gpu_release(s, s->d_wf, pc_gpu_padded_w_bytes(s));
     pc_gpu_release(s, s->d_in_lin, rows * KP * sizeof(float));
     pc_gpu_release(s, s->d_in_max, rows * sizeof(double));
