@@ -131,7 +131,7 @@ struct pc_gpu_state {
     int32_t grid;          /* persistent grid size (fuse: below FUSE_LARGE_N samples) */
     int32_t grid_large;    /* fuse persistent: from FUSE_LARGE_N samples */
     int32_t sms;
-    int tile_ok;           /* fuse: runs the tile strategy (K <= 32 and the circuit fits) */
+    int tile_ok;           /* fuse: runs the tile strategy (K <= 64 and the circuit fits) */
     int warp_ok;           /* fuse: can run the warp strategy (K <= PC_GPU_WARP_MAX_K) */
     pc_gpu_chains chains;  /* the warp strategy's chains (host), when warp_ok */
     int32_t grid_warp;     /* fuse warp strategy: resident blocks */
