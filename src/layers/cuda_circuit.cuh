@@ -71,6 +71,9 @@ typedef struct pc_gpu_args {
     const int32_t *chain_begin;  /* [chains + 1] (fuse warp; gpu_plan.h) */
     const int32_t *chain_groups; /* [G] */
     const int32_t *chain_child;  /* [G - 1] chain (= slot) of each child entry */
+    const int32_t *chain_vb;     /* [G + 1] chain_groups[m]'s variables: chain_vars[vb[m] ..
+                                    vb[m + 1]), so a chain's are contiguous */
+    const int32_t *chain_vars;   /* [V] the variables in chain order */
     const float *in_lin;         /* [V][C + 1][KP] exp(input - in_max), 0 past K (fuse warp) */
     const double *in_max;        /* [V][C + 1] max_k input[v][c][k] (fuse warp) */
     const double *root_wexp;     /* [KP] exp(root_logw), 0 past K (fuse warp) */
@@ -142,6 +145,7 @@ struct pc_gpu_state {
     pc_gpu_group *d_groups;
     int32_t *d_vars, *d_children, *d_child_slot;
     int32_t *d_chain_begin, *d_chain_groups, *d_chain_child; /* fuse warp */
+    int32_t *d_chain_vb, *d_chain_vars;                      /* fuse warp */
     float *d_in_lin;                                        /* fuse warp */
     double *d_in_max, *d_root_wexp;                         /* fuse warp */
     float *d_input, *d_wexp, *d_wf, *d_wt;
@@ -213,8 +217,9 @@ extern const pc_gpu_impl pc_gpu_fuse_tile_impl;
 extern const pc_gpu_impl pc_gpu_fuse_warp_impl;
 /* The warp strategy's parts (cuda_fuse_warp.cu), for fuse's choosing strategy: its grid (and
  * warp_ok, so that the slot plan adds its chains), its weights and chains (uploaded, counted
- * and released), one forward pass queued. */
+ * and released), one forward pass queued; whether it takes the circuit's input rows. */
 #define PC_GPU_WARP_MAX_K 64
+int pc_gpu_fuse_warp_takes(const pc_gpu_state *s);
 pc_status pc_gpu_fuse_warp_prepare(pc_gpu_state *s);
 pc_status pc_gpu_fuse_warp_upload(pc_gpu_state *s);
 size_t pc_gpu_fuse_warp_bytes(const pc_gpu_state *s, int64_t chunk);

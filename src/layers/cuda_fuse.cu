@@ -540,9 +540,8 @@ static pc_status choose_configure(pc_gpu_state *s) {
         if ((st = pc_gpu_fuse_tile_prepare(s))) return st;
         s->tile_ok = 1;
     }
-    if (st == PC_OK && s->K <= FUSE_WARP_MAX_K) {
+    if (st == PC_OK && s->K <= FUSE_WARP_MAX_K && pc_gpu_fuse_warp_takes(s))
         st = pc_gpu_fuse_warp_prepare(s);
-    }
     return st;
 }
 

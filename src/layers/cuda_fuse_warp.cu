@@ -43,6 +43,15 @@
 
 #define WARP_BLOCK 128 /* threads per block: four warps, one gang */
 #define WARP_ROWS 16   /* samples per item: the mma's M, and the counters' run */
+#define WARP_STAGE_VARS 32 /* a chain's variables whose input rows an item stages */
+/* Sources whose loads a gather issues together: the bottom's children and variables, a
+ * link's variables (32 floats in flight per lane). */
+#ifndef WARP_BOTTOM_U
+#define WARP_BOTTOM_U 2
+#endif
+#ifndef WARP_LINK_U
+#define WARP_LINK_U (KP <= 32 ? 2 : 1)
+#endif
 
 /* Four floats at p[k .. k + 3] (0 where k + i >= K). V4: K % 4 == 0, so p + k is 16-byte
  * aligned and the four are all in or all out. CG: read through L2 (messages written during
@@ -69,11 +78,31 @@ static __device__ __forceinline__ void warp_load4(const float *p, int k, int K, 
 static __device__ __forceinline__ void warp_wait(const pc_gpu_args &a, const pc_gpu_group &g,
                                                  int t, int lane) {
     for (int i = g.child_begin + lane; i < g.child_end; i += 32) {
-        const volatile int32_t *d = a.done + (size_t)__ldg(a.chain_child + i) * a.tiles + t;
-        while (*d < a.K) __nanosleep(32);
+        const int32_t *d = a.done + (size_t)__ldg(a.chain_child + i) * a.tiles + t;
+#ifdef PC_WARP_ACQREL
+        int seen;
+        for (;;) {
+            asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(seen) : "l"(d) : "memory");
+            if (seen >= a.K) break;
+            __nanosleep(32);
+        }
+#else
+        while (*(const volatile int32_t *)d < a.K) __nanosleep(32);
         __threadfence();
+#endif
     }
     __syncwarp();
+}
+
+/* Raises a chain's counter for a tile once the warp's stores are done (after a __syncwarp,
+ * by one lane). */
+static __device__ __forceinline__ void warp_publish(int32_t *done, int K) {
+#ifdef PC_WARP_ACQREL
+    asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(done), "r"(K) : "memory");
+#else
+    __threadfence();
+    atomicAdd(done, K);
+#endif
 }
 
 /* Whether the gang takes its exp(w) from shared memory (K > 16: measured on the H200, K = 64,
@@ -100,32 +129,72 @@ static __device__ __forceinline__ void warp_stage_w(const float *w, float *ws) {
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
-/* Shared memory of a block, in floats: the gang's exp(w) (K > 16) and per warp the message a
- * chain's group hands to the next, [16 rows][warp_ld]. One exp(w) buffer: a second one, to
- * copy the next group's during this one's product, was measured slower (K = 64, batch 4096:
- * 1.40 against 1.34 ms; the extra 17 KB per block leave less L1). */
+/* Shared memory of a block, in floats: the gang's exp(w) (K > 16); per warp the message a
+ * chain's group hands to the next, [16 rows][warp_ld], and the input rows of its chain's
+ * variables, [WARP_STAGE_VARS][16 samples] (int). One exp(w) buffer: a second one, to copy the
+ * next group's during this one's product, was measured slower (K = 64, batch 4096: 1.40
+ * against 1.34 ms; the extra 17 KB per block leave less L1). */
 template <int KP> static __host__ __device__ constexpr int warp_ws_floats() {
     return warp_smem_w<KP>() ? KP * warp_ld<KP>() : 0;
 }
 template <int KP> static __host__ __device__ constexpr int warp_carry_floats() {
     return WARP_ROWS * warp_ld<KP>();
 }
+template <int KP> static __host__ __device__ constexpr int warp_own_floats() {
+    return warp_carry_floats<KP>() + WARP_STAGE_VARS * WARP_ROWS;
+}
 template <int KP> static constexpr size_t warp_smem_bytes() {
-    return (warp_ws_floats<KP>() + WARP_BLOCK / 32 * warp_carry_floats<KP>()) * sizeof(float);
+    return (warp_ws_floats<KP>() + WARP_BLOCK / 32 * warp_own_floats<KP>()) * sizeof(float);
+}
+
+/* The input rows of the chain's variables (chain_vars[vb .. ve)) for the item's 16 samples,
+ * srow[i][s] = v_i (C + 1) + x[b0 + s][v_i] (C where missing; samples past n read b0's), lane
+ * i for variable i < WARP_STAGE_VARS. One round of loads before the wait, where walking the
+ * groups' variables took three dependent loads (variable, pixel, row) per variable and group,
+ * after the wait and on the tree's critical path. */
+static __device__ __forceinline__ void warp_stage_rows(const pc_gpu_args &a, int vb, int ve,
+                                                       int b0, int lane, int *srow) {
+    if (lane < ve - vb && lane < WARP_STAGE_VARS) {
+        const int v = __ldg(a.chain_vars + vb + lane), base = v * (a.C + 1);
+        int row[WARP_ROWS];
+#pragma unroll
+        for (int s = 0; s < WARP_ROWS; s++) {
+            const size_t at = (size_t)(b0 + s < a.n ? b0 + s : b0) * a.V + v;
+            row[s] = base + (a.missing && __ldg(a.missing + at) ? a.C : __ldg(a.x + at));
+        }
+        int4 *d = reinterpret_cast<int4 *>(srow + lane * WARP_ROWS);
+#pragma unroll
+        for (int q = 0; q < WARP_ROWS / 4; q++)
+            d[q] = make_int4(row[4 * q], row[4 * q + 1], row[4 * q + 2], row[4 * q + 3]);
+    }
+    __syncwarp();
+}
+
+/* The input row of the chain's variable i (from vb) for the item's sample s (global row rr):
+ * staged, or, past WARP_STAGE_VARS, looked up. */
+static __device__ __forceinline__ size_t warp_row(const pc_gpu_args &a, const int *srow, int vb,
+                                                  int i, int s, int rr) {
+    if (i < WARP_STAGE_VARS) return (size_t)srow[i * WARP_ROWS + s];
+    const int v = __ldg(a.chain_vars + vb + i);
+    const size_t at = (size_t)rr * a.V + v;
+    return (size_t)v * (a.C + 1) + (a.missing && __ldg(a.missing + at) ? a.C : __ldg(a.x + at));
 }
 
 /* The chain's bottom, in the log domain: p[row][k] = the sum of its children's messages (from
- * their slots, in L2) and its inputs, in FP64, RA rows at a time (their loads travel
- * together; at K = 64 the FP64 sums of both rows would take 64 registers, so one at a time);
- * m = max per row over the row's four lanes; ed = exp(p - m) (0 past K, past n and where m =
- * -inf) for the product; o = the children's offsets + m. */
+ * their slots, in L2) and its inputs (the chain's variables vi0 .. vi1, rows staged), in FP64,
+ * RA rows at a time (at K = 64 the FP64 sums of both rows would take 64 registers, so one at
+ * a time); the sources U at a time, whose loads all travel before the first sum; m = max per
+ * row over the row's four lanes; ed = exp(p - m) (0 past K, past n and where m = -inf) for the
+ * product; o = the children's offsets + m. */
 template <int KP, bool V4>
 static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const pc_gpu_group &g,
+                                                   int vb, int vi0, int vi1, const int *srow,
                                                    const int (&rr)[2], const bool (&ok)[2],
-                                                   int k0, bool active, double (&ed)[2][KP / 4],
-                                                   double (&o)[2]) {
-    constexpr int NQ = KP / 16, RA = KP <= 32 ? 2 : 1;
-    const int K = a.K, V = a.V;
+                                                   int g8, int k0, bool active,
+                                                   double (&ed)[2][KP / 4], double (&o)[2]) {
+    constexpr int NQ = KP / 16, RA = KP <= 32 ? 2 : 1, U = WARP_BOTTOM_U;
+    const int K = a.K, nc = active ? g.child_end - g.child_begin : 0;
+    const int ns = active ? nc + vi1 - vi0 : 0; /* sources: children, then variables */
 #pragma unroll
     for (int h0 = 0; h0 < 2; h0 += RA) {
         double p[RA][NQ][4], oh[RA];
@@ -137,40 +206,53 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
 #pragma unroll
                 for (int i = 0; i < 4; i++) p[h][q][i] = 0.0;
         }
-        for (int ci = g.child_begin; ci < (active ? g.child_end : g.child_begin); ci++) {
-            const size_t slot = (size_t)__ldg(a.chain_child + ci);
-            float v[RA][NQ][4];
+        for (int s0 = 0; s0 < ns; s0 += U) {
+            float v[U][RA][NQ][4];
+            double od[U][RA];
 #pragma unroll
-            for (int h = 0; h < RA; h++) {
-                const float *rel = a.rel + (slot * a.chunk + rr[h0 + h]) * K;
+            for (int u = 0; u < U; u++) {
+                const int src = s0 + u;
+                if (src < nc) {
+                    const size_t slot = (size_t)__ldg(a.chain_child + g.child_begin + src);
 #pragma unroll
-                for (int q = 0; q < NQ; q++) warp_load4<V4, true>(rel, k0 + 4 * q, K, v[h][q]);
-                oh[h] += __ldcg(a.off + slot * a.chunk + rr[h0 + h]);
+                    for (int h = 0; h < RA; h++) {
+                        const size_t at = slot * a.chunk + rr[h0 + h];
+#pragma unroll
+                        for (int q = 0; q < NQ; q++)
+                            warp_load4<V4, true>(a.rel + at * K, k0 + 4 * q, K, v[u][h][q]);
+                        od[u][h] = __ldcg(a.off + at);
+                    }
+                } else if (src < ns) {
+#pragma unroll
+                    for (int h = 0; h < RA; h++) {
+                        const size_t row = warp_row(a, srow, vb, vi0 + src - nc,
+                                                    g8 + 8 * (h0 + h), rr[h0 + h]);
+#pragma unroll
+                        for (int q = 0; q < NQ; q++)
+                            warp_load4<V4, false>(a.input + row * K, k0 + 4 * q, K, v[u][h][q]);
+                        od[u][h] = 0.0;
+                    }
+                } else { /* past the last source */
+#pragma unroll
+                    for (int h = 0; h < RA; h++) {
+#pragma unroll
+                        for (int q = 0; q < NQ; q++)
+#pragma unroll
+                            for (int i = 0; i < 4; i++) v[u][h][q][i] = 0.0f;
+                        od[u][h] = 0.0;
+                    }
+                }
             }
 #pragma unroll
-            for (int h = 0; h < RA; h++)
+            for (int u = 0; u < U; u++)
 #pragma unroll
-                for (int q = 0; q < NQ; q++)
+                for (int h = 0; h < RA; h++) {
+                    oh[h] += od[u][h];
 #pragma unroll
-                    for (int i = 0; i < 4; i++) p[h][q][i] += (double)v[h][q][i];
-        }
-        for (int vi = g.var_begin; vi < (active ? g.var_end : g.var_begin); vi++) {
-            const int v = __ldg(a.vars + vi);
-            float w[RA][NQ][4];
+                    for (int q = 0; q < NQ; q++)
 #pragma unroll
-            for (int h = 0; h < RA; h++) {
-                const size_t at = (size_t)rr[h0 + h] * V + v;
-                const int code = a.missing && __ldg(a.missing + at) ? a.C : __ldg(a.x + at);
-                const float *row = a.input + ((size_t)v * (a.C + 1) + code) * K;
-#pragma unroll
-                for (int q = 0; q < NQ; q++) warp_load4<V4, false>(row, k0 + 4 * q, K, w[h][q]);
-            }
-#pragma unroll
-            for (int h = 0; h < RA; h++)
-#pragma unroll
-                for (int q = 0; q < NQ; q++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++) p[h][q][i] += (double)w[h][q][i];
+                        for (int i = 0; i < 4; i++) p[h][q][i] += (double)v[u][h][q][i];
+                }
         }
 #pragma unroll
         for (int h = 0; h < RA; h++) {
@@ -200,14 +282,14 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
  * p[k] = acc[k] prod_v lin[v][x_v][k] exactly in FP64 (at most PC_GPU_CHAIN_LINK_VARS + 1
  * factors: no underflow), o += sum_v mx[v][x_v], and the row is scaled by the power of two
  * 2^-e that brings its max into [1, 2) (exact; o += e ln 2). The log of the group below and
- * this group's exp are gone: the value is the same as the log domain's to FP64 rounding. */
+ * this group's exp are gone: the value is the same as the log domain's to FP64 rounding. The
+ * variables (the chain's vi0 .. vi1, rows staged) go U at a time, their loads together. */
 template <int KP>
-static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const pc_gpu_group &g,
-                                                 const int (&rr)[2], int g8, int k0,
-                                                 bool active, const float *carry,
+static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, int vb, int vi0, int vi1,
+                                                 const int *srow, const int (&rr)[2], int g8,
+                                                 int k0, bool active, const float *carry,
                                                  double (&ed)[2][KP / 4], double (&o)[2]) {
-    constexpr int NQ = KP / 16, LD = warp_ld<KP>();
-    const int V = a.V;
+    constexpr int NQ = KP / 16, LD = warp_ld<KP>(), U = WARP_LINK_U;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
 #pragma unroll
@@ -219,22 +301,37 @@ static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const pc_
             ed[h][4 * q + 3] = c.w;
         }
     }
-    for (int vi = g.var_begin; vi < (active ? g.var_end : g.var_begin); vi++) {
-        const int v = __ldg(a.vars + vi);
+    const int nv = active ? vi1 - vi0 : 0;
+    for (int s0 = 0; s0 < nv; s0 += U) {
+        float4 l[U][2][NQ];
+        double mx[U][2];
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const size_t at = (size_t)rr[h] * V + v;
-            const size_t row = (size_t)v * (a.C + 1) +
-                               (a.missing && __ldg(a.missing + at) ? a.C : __ldg(a.x + at));
-            const float4 *lin = reinterpret_cast<const float4 *>(a.in_lin + row * KP + k0);
-            o[h] += __ldg(a.in_max + row);
+        for (int u = 0; u < U; u++)
 #pragma unroll
-            for (int q = 0; q < NQ; q++) {
-                const float4 l = __ldg(lin + q);
-                ed[h][4 * q] *= l.x, ed[h][4 * q + 1] *= l.y, ed[h][4 * q + 2] *= l.z;
-                ed[h][4 * q + 3] *= l.w;
+            for (int h = 0; h < 2; h++) {
+                if (s0 + u < nv) {
+                    const size_t row = warp_row(a, srow, vb, vi0 + s0 + u, g8 + 8 * h, rr[h]);
+                    const float4 *lin = reinterpret_cast<const float4 *>(a.in_lin + row * KP + k0);
+#pragma unroll
+                    for (int q = 0; q < NQ; q++) l[u][h][q] = __ldg(lin + q);
+                    mx[u][h] = __ldg(a.in_max + row);
+                } else { /* past the last variable: a factor of 1 */
+#pragma unroll
+                    for (int q = 0; q < NQ; q++) l[u][h][q] = make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+                    mx[u][h] = 0.0;
+                }
             }
-        }
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                o[h] += mx[u][h];
+#pragma unroll
+                for (int q = 0; q < NQ; q++) {
+                    ed[h][4 * q] *= l[u][h][q].x, ed[h][4 * q + 1] *= l[u][h][q].y;
+                    ed[h][4 * q + 2] *= l[u][h][q].z, ed[h][4 * q + 3] *= l[u][h][q].w;
+                }
+            }
     }
 #pragma unroll
     for (int h = 0; h < 2; h++) {
@@ -256,10 +353,10 @@ static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const pc_
  * Every warp of the block calls it for the gang when exp(w) goes through shared memory (the
  * copies and their barriers are the block's); `active` is false for a warp whose tile lies
  * past the batch. `carry` is the warp's [16][warp_ld] buffer in which a group hands its
- * product to the next group of the chain, before the log. */
+ * product to the next group of the chain, before the log; `srow` its staged input rows. */
 template <int KP, bool V4>
 static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, bool active,
-                                  float *ws, float *carry) {
+                                  float *ws, float *carry, int *srow) {
     constexpr int NT = KP / 8; /* 8-wide n-tiles of outputs */
     constexpr int LD = warp_ld<KP>();
     const int g8 = lane >> 2, t4 = lane & 3, K = a.K, k0 = t4 * (KP / 4);
@@ -269,19 +366,37 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
     const int r[2] = {b0 + g8, b0 + g8 + 8};
     const bool ok[2] = {r[0] < a.n, r[1] < a.n};
     const int rr[2] = {ok[0] ? r[0] : b0, ok[1] ? r[1] : b0}; /* rows past n read b0 */
+    const int vb = __ldg(a.chain_vb + cb);
     int gi = __ldg(a.chain_groups + cb);
-    pc_gpu_group g = a.groups[gi];
-    if (warp_smem_w<KP>() && g.slot >= 0) warp_stage_w<KP>(a.wf + (size_t)gi * KP * KP, ws);
-    if (active) warp_wait(a, g, t, lane);
+    const pc_gpu_group g = a.groups[gi]; /* the bottom's children */
+    if (warp_smem_w<KP>() && gi != a.G - 1) warp_stage_w<KP>(a.wf + (size_t)gi * KP * KP, ws);
+    if (active) {
+        warp_stage_rows(a, vb, __ldg(a.chain_vb + ce), b0, lane, srow);
+        warp_wait(a, g, t, lane);
+    }
     double o[2] = {0.0, 0.0}; /* the rows' offsets: msg = o + log(ed exp(w)^T) */
 
-    for (int m = cb; m < ce; m++) {
-        const bool root = g.slot < 0, top = m + 1 == ce;
+    for (int m = cb, vi0 = 0; m < ce; m++) {
+        const bool root = gi == a.G - 1, top = m + 1 == ce;
+        const int vi1 = __ldg(a.chain_vb + m + 1) - vb; /* the group's variables: vi0 .. vi1 */
+        /* exp(w) from L1 (K <= 16): this group's loads travel with the gather's. */
+        float4 wr[warp_smem_w<KP>() ? 1 : NT][KP / 16];
+        if constexpr (!warp_smem_w<KP>()) {
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                const float4 *w4 = reinterpret_cast<const float4 *>(
+                    a.wf + ((size_t)gi * KP + 8 * n + g8) * KP + k0);
+#pragma unroll
+                for (int s4 = 0; s4 < KP / 16; s4++)
+                    wr[n][s4] = active && !root ? __ldg(w4 + s4) : make_float4(0, 0, 0, 0);
+            }
+        }
         /* 1.-3. The product's operand ed (FP64, max 1 or in [1, 2) per row) and o. */
         double ed[2][KP / 4];
-        if (m == cb) warp_bottom<KP, V4>(a, g, rr, ok, k0, active, ed, o);
-        else warp_link<KP>(a, g, rr, g8, k0, active, carry, ed, o);
+        if (m == cb) warp_bottom<KP, V4>(a, g, vb, vi0, vi1, srow, rr, ok, g8, k0, active, ed, o);
+        else warp_link<KP>(a, vb, vi0, vi1, srow, rr, g8, k0, active, carry, ed, o);
         __syncwarp(); /* every lane has read carry before the product overwrites it */
+        vi0 = vi1;
 
         if (root) { /* log p(x) = o + log sum_k ed[k] exp(root_logw[k]), in FP64 */
 #pragma unroll
@@ -307,18 +422,18 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
              *    lane's exp(w)[8 n + g][k0 .. k0 + KP / 4) as 16-byte words), at (row g or
              *    g + 8, j = 8 n + 2 t and + 1): to carry as it is, or, at the chain's top, its
              *    log to the chain's slot with off = o. */
-            constexpr int LDW = warp_smem_w<KP>() ? LD : KP;
-            const float *wg = (warp_smem_w<KP>() ? ws : a.wf + (size_t)gi * KP * KP) + k0;
             float *out[2] = {a.rel + ((size_t)c * a.chunk + r[0]) * K,
                              a.rel + ((size_t)c * a.chunk + r[1]) * K};
 #pragma unroll(KP == 64 ? 2 : NT)
             for (int n = 0; n < NT; n++) {
-                const float4 *w4 =
-                    reinterpret_cast<const float4 *>(wg + (size_t)(8 * n + g8) * LDW);
                 double acc[2][2] = {{0.0, 0.0}, {0.0, 0.0}};
 #pragma unroll
                 for (int s4 = 0; s4 < KP / 16; s4++) {
-                    const float4 w = warp_smem_w<KP>() ? w4[s4] : __ldg(w4 + s4);
+                    float4 w;
+                    if constexpr (warp_smem_w<KP>())
+                        w = reinterpret_cast<const float4 *>(ws + (8 * n + g8) * LD + k0)[s4];
+                    else
+                        w = wr[n][s4];
                     const double wv[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
@@ -346,18 +461,15 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                     if (ok[h] && t4 == 0) a.off[(size_t)c * a.chunk + r[h]] = o[h];
                 /* Publish: every lane's stores, then one release of the counter. */
                 __syncwarp();
-                if (lane == 0) {
-                    __threadfence();
-                    atomicAdd(a.done + (size_t)c * a.tiles + t, K);
-                }
+                if (lane == 0) warp_publish(a.done + (size_t)c * a.tiles + t, K);
             }
             __syncwarp(); /* carry written before the next group reads it */
         }
         if (warp_smem_w<KP>() && !top) { /* the next group's exp(w), once ws is free */
             __syncthreads();
-            if (__ldg(&a.groups[gn].slot) >= 0) warp_stage_w<KP>(a.wf + (size_t)gn * KP * KP, ws);
+            if (gn != a.G - 1) warp_stage_w<KP>(a.wf + (size_t)gn * KP * KP, ws);
         }
-        gi = gn, g = a.groups[gn];
+        gi = gn;
     }
 }
 
@@ -380,8 +492,9 @@ static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 3 : KP == 32 ? 5
     __shared__ int s_item[2];
     extern __shared__ __align__(16) float smem[];
     constexpr int W = WARP_BLOCK / 32;
-    float *ws = smem, *carry = smem + warp_ws_floats<KP>() + (threadIdx.x >> 5) *
-                                                                 warp_carry_floats<KP>();
+    float *ws = smem;
+    float *carry = smem + warp_ws_floats<KP>() + (threadIdx.x >> 5) * warp_own_floats<KP>();
+    int *srow = reinterpret_cast<int *>(carry + warp_carry_floats<KP>());
     const int warp = threadIdx.x >> 5, gangs = (a.tiles + W - 1) / W;
     if (threadIdx.x == 0) s_item[0] = atomicAdd(a.queue, 1);
     __syncthreads();
@@ -393,7 +506,7 @@ static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 3 : KP == 32 ? 5
         if (threadIdx.x == 0) next = atomicAdd(a.queue, 1);
         const int t = (item % gangs) * W + warp;
         if (warp_smem_w<KP>() || t < a.tiles)
-            warp_chain<KP, V4>(a, item / gangs, t, lane, t < a.tiles, ws, carry);
+            warp_chain<KP, V4>(a, item / gangs, t, lane, t < a.tiles, ws, carry, srow);
         if (threadIdx.x == 0) s_item[it] = next;
         __syncthreads();
         item = s_item[it];
@@ -415,6 +528,11 @@ static size_t warp_smem(int K) {
                      : warp_smem_bytes<64>();
 }
 
+/* Whether the input rows (V (C + 1), staged as int32) fit the warp strategy. */
+extern "C" int pc_gpu_fuse_warp_takes(const pc_gpu_state *s) {
+    return (int64_t)s->V * (s->C + 1) <= INT32_MAX;
+}
+
 /* The warp kernel's shared memory and resident grid, into s->grid_warp (the tiles and
  * counters are the caller's: 16-sample runs, as the persistent strategy's); sets warp_ok, so
  * that the slot plan adds the chains. */
@@ -424,6 +542,10 @@ extern "C" pc_status pc_gpu_fuse_warp_prepare(pc_gpu_state *s) {
     if (s->K > PC_GPU_WARP_MAX_K)
         return pc_fail(PC_ERR_UNSUPPORTED, "fuse warp strategy: takes K <= %d, not K = %d",
                        PC_GPU_WARP_MAX_K, s->K);
+    if (!pc_gpu_fuse_warp_takes(s))
+        return pc_fail(PC_ERR_UNSUPPORTED,
+                       "fuse warp strategy: %d variables of %d values make more input rows "
+                       "than an int32 counts", s->V, s->C + 1);
     PC_GPU_CHECK(cudaFuncSetAttribute(warp_pick(s->K), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)warp_smem(s->K)));
     PC_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, warp_pick(s->K),
@@ -439,26 +561,46 @@ static pc_status warp_configure(pc_gpu_state *s) {
     return pc_gpu_fuse_warp_prepare(s);
 }
 
-/* The chains (s->chains, planned with the slots) into s->d_chain_*. */
+/* The chains (s->chains, planned with the slots) into s->d_chain_*, with their variables in
+ * chain order (chain_vb, chain_vars), so that an item finds all of its chain's in one range. */
 static pc_status warp_upload_chains(pc_gpu_state *s) {
     pc_status st = PC_OK;
     const pc_gpu_chains *ch = &s->chains;
+    const pc_circuit *c = s->circuit;
     const size_t nb = sizeof(int32_t) * ((size_t)ch->num_chains + 1);
-    const size_t ng = sizeof(int32_t) * (size_t)s->G, nc = sizeof(int32_t) * (size_t)s->G;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_begin, nb, "chains"))) return st;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_groups, ng, "chain groups"))) return st;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_child, nc, "chain children"))) return st;
+    const size_t ng = sizeof(int32_t) * (size_t)s->G, nv = sizeof(int32_t) * (size_t)s->V;
+    int32_t *vb = (int32_t *)malloc(ng + sizeof(int32_t)), *vars = (int32_t *)malloc(nv);
+    if (!vb || !vars) {
+        st = pc_fail(PC_ERR_NOMEM, "GPU upload: out of host memory for the chains' variables");
+        goto fail;
+    }
+    vb[0] = 0;
+    for (int32_t m = 0; m < s->G; m++) {
+        const int32_t g = ch->groups[m], n = c->var_start[g + 1] - c->var_start[g];
+        memcpy(vars + vb[m], c->group_vars + c->var_start[g], sizeof(int32_t) * (size_t)n);
+        vb[m + 1] = vb[m] + n;
+    }
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_begin, nb, "chains"))) goto fail;
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_groups, ng, "chain groups"))) goto fail;
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_child, ng, "chain children"))) goto fail;
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_vb, ng + sizeof(int32_t), "chain variables")))
+        goto fail;
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_vars, nv, "chain variables"))) goto fail;
     PC_GPU_CHECK(cudaMemcpy(s->d_chain_begin, ch->begin, nb, cudaMemcpyHostToDevice));
     PC_GPU_CHECK(cudaMemcpy(s->d_chain_groups, ch->groups, ng, cudaMemcpyHostToDevice));
     if (s->G > 1)
         PC_GPU_CHECK(cudaMemcpy(s->d_chain_child, ch->child_chain, ng - sizeof(int32_t),
                                 cudaMemcpyHostToDevice));
+    PC_GPU_CHECK(cudaMemcpy(s->d_chain_vb, vb, ng + sizeof(int32_t), cudaMemcpyHostToDevice));
+    PC_GPU_CHECK(cudaMemcpy(s->d_chain_vars, vars, nv, cudaMemcpyHostToDevice));
 fail:
+    free(vb), free(vars);
     return st;
 }
 
 static size_t warp_chain_bytes(const pc_gpu_state *s) {
-    return sizeof(int32_t) * ((size_t)s->chains.num_chains + 1 + 2 * (size_t)s->G);
+    return sizeof(int32_t) *
+           ((size_t)s->chains.num_chains + 1 + 3 * (size_t)s->G + 1 + (size_t)s->V);
 }
 
 /* The inputs in the linear form of warp_link (rows [V][C + 1], row C the marginal; KP floats
@@ -541,8 +683,11 @@ extern "C" void pc_gpu_fuse_warp_release(pc_gpu_state *s) {
     pc_gpu_release(s, s->d_chain_begin, sizeof(int32_t) * ((size_t)s->chains.num_chains + 1));
     pc_gpu_release(s, s->d_chain_groups, sizeof(int32_t) * (size_t)s->G);
     pc_gpu_release(s, s->d_chain_child, sizeof(int32_t) * (size_t)s->G);
+    pc_gpu_release(s, s->d_chain_vb, sizeof(int32_t) * ((size_t)s->G + 1));
+    pc_gpu_release(s, s->d_chain_vars, sizeof(int32_t) * (size_t)s->V);
     s->d_wf = s->d_in_lin = NULL, s->d_in_max = s->d_root_wexp = NULL;
     s->d_chain_begin = s->d_chain_groups = s->d_chain_child = NULL;
+    s->d_chain_vb = s->d_chain_vars = NULL;
 }
 
 extern "C" pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args *a,
