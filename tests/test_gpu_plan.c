@@ -1,8 +1,8 @@
 /* The GPU engine's message-slot plan (src/layers/gpu_plan.c), checked without a GPU: on random
  * circuits and on the shipped MNIST model, every message stays in its slot until its parent has
  * read it, and a wait never points into the writer's own layer. Also the persistent fuse
- * kernel's split between wide and narrow items, against a direct search, and the warp
- * strategy's chains. */
+ * kernel's split between wide and narrow items, against a direct search, the warp strategy's
+ * chains and the tile strategy's schedule. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -136,6 +136,52 @@ static int32_t check_chains(const pc_circuit *c, int32_t max_len) {
     return n;
 }
 
+/* Checks the tile strategy's schedule of c for per_group slices and `warps` warps: every unit
+ * dealt once, and the lists run to the end (some warp's next unit always finds its children
+ * and the group it waits on, same slice, done: no deadlock). Returns the warp of unit
+ * `probe`. */
+static int32_t check_schedule(const pc_circuit *c, int32_t per_group, int32_t warps,
+                              int32_t probe) {
+    const int32_t G = c->num_groups, units = G * per_group;
+    pc_gpu_group *g = calloc((size_t)G, sizeof *g);
+    int32_t *order = malloc(sizeof(int32_t) * (size_t)units);
+    int32_t *begin = malloc(sizeof(int32_t) * (size_t)(warps + 1));
+    char *seen = calloc((size_t)units, 1);
+    int32_t slots = 0, probe_warp = -1;
+    assert_true(g && order && begin && seen);
+    assert_int_equal(pc_gpu_plan(c, g, &slots), PC_OK);
+    assert_int_equal(pc_gpu_tile_schedule(c, g, per_group, warps, order, begin), PC_OK);
+    assert_int_equal(begin[0], 0);
+    assert_int_equal(begin[warps], units);
+    for (int32_t w = 0; w < warps; w++) {
+        assert_true(begin[w] <= begin[w + 1]);
+        for (int32_t i = begin[w]; i < begin[w + 1]; i++) {
+            const int32_t u = order[i];
+            assert_true(u >= 0 && u < units);
+            assert_false(seen[u]);
+            seen[u] = 1;
+            if (u == probe) probe_warp = w;
+        }
+    }
+    int32_t *pos = calloc((size_t)warps, sizeof(int32_t)), left = units;
+    char *done = calloc((size_t)units, 1);
+    assert_true(pos && done);
+    while (left > 0) {
+        int progress = 0;
+        for (int32_t w = 0; w < warps; w++) {
+            if (begin[w] + pos[w] == begin[w + 1]) continue;
+            const int32_t u = order[begin[w] + pos[w]], gi = u / per_group, sl = u % per_group;
+            int ok = g[gi].wait < 0 || done[g[gi].wait * per_group + sl];
+            for (int32_t k = g[gi].child_begin; k < g[gi].child_end; k++)
+                ok = ok && done[c->group_children[k] * per_group + sl];
+            if (ok) done[u] = 1, pos[w]++, left--, progress = 1;
+        }
+        assert_true(progress);
+    }
+    free(g), free(order), free(begin), free(seen), free(pos), free(done);
+    return probe_warp;
+}
+
 static void test_random_circuits(void **state) {
     (void)state;
     for (int rep = 0; rep < 200; rep++) {
@@ -146,6 +192,7 @@ static void test_random_circuits(void **state) {
         check_plan(c);
         check_chains(c, INT32_MAX);
         check_chains(c, (int32_t)pc_hr_int(1, 5));
+        check_schedule(c, (int32_t)pc_hr_int(1, 4), (int32_t)pc_hr_int(1, 20), -1);
         pc_circuit_free(c);
         pc_hclt_free(m);
     }
@@ -162,11 +209,29 @@ static void test_mnist_model(void **state) {
     pc_circuit *c = NULL;
     if (pc_circuit_compile(m, &c) != PC_OK) fail_msg("compile: %s", pc_last_error());
     const int32_t slots = check_plan(c), chains = check_chains(c, INT32_MAX);
+    int32_t slots_again = 0;
     assert_int_equal(check_chains(c, 1), c->num_groups); /* one chain per group */
     print_message("mnist.h5: %d groups, %d layers, %d message slots, %d chains\n",
                   c->num_groups, c->num_layers, slots, chains);
     assert_true(slots < c->num_groups / 2);
     assert_true(chains < c->num_groups / 2); /* most groups of the tree have one child */
+    /* The tile strategy's schedule (16 warps, one slice) gives the warp of the largest group
+     * (101 variables, the image's border) fewer units than the others' mean. */
+    int32_t big = 0;
+    for (int32_t g = 1; g < c->num_groups; g++)
+        if (c->var_start[g + 1] - c->var_start[g] > c->var_start[big + 1] - c->var_start[big])
+            big = g;
+    const int32_t w = check_schedule(c, 1, 16, big);
+    pc_gpu_group *gr = calloc((size_t)c->num_groups, sizeof *gr);
+    int32_t *order = malloc(sizeof(int32_t) * (size_t)c->num_groups), begin[17];
+    assert_true(gr && order);
+    assert_int_equal(pc_gpu_plan(c, gr, &slots_again), PC_OK);
+    assert_int_equal(pc_gpu_tile_schedule(c, gr, 1, 16, order, begin), PC_OK);
+    print_message("tile schedule: the warp of group %d (%d variables) runs %d of %d units\n", big,
+                  c->var_start[big + 1] - c->var_start[big], begin[w + 1] - begin[w],
+                  c->num_groups);
+    assert_true(begin[w + 1] - begin[w] < c->num_groups / 16);
+    free(gr), free(order);
     pc_circuit_free(c);
     pc_hclt_free(m);
 }
@@ -237,6 +302,8 @@ static void test_bad_arguments(void **state) {
     assert_int_equal(pc_gpu_plan(NULL, NULL, &slots), PC_ERR_ARG);
     pc_gpu_chains ch = {0};
     assert_int_equal(pc_gpu_chain_plan(NULL, INT32_MAX, &ch), PC_ERR_ARG);
+    int32_t order[1], begin[2];
+    assert_int_equal(pc_gpu_tile_schedule(NULL, NULL, 1, 1, order, begin), PC_ERR_ARG);
 }
 
 int main(void) {

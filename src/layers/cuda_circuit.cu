@@ -13,14 +13,6 @@
 #define PC_GPU_CHUNK_MAX 16384
 /* Fraction of the free device memory the evaluator may take. */
 #define PC_GPU_MEM_SHARE 0.9
-/* Longest chain of the warp strategy (gpu_plan.h). Measured on the H200 (MNIST tree, batch
- * 4096, K = 16 / 32 / 64, ms): chains of at most 2 groups 0.346 / 0.535 / 1.406, at most 4
- * 0.345 / 0.533 / 1.397, unbounded 0.375 / 0.635 / 1.675 (one run); at most 8 0.95 / 0.90 /
- * 0.92x of at most 4 (another run). Long chains hold a warp long while the items above them
- * wait. */
-#ifndef PC_GPU_CHAIN_MAX
-#define PC_GPU_CHAIN_MAX 4
-#endif
 
 pc_status pc_gpu_alloc(pc_gpu_state *s, void **ptr, size_t bytes, const char *what) {
     *ptr = NULL;

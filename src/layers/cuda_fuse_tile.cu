@@ -3,8 +3,9 @@
  * pass is one kernel launch, and every link of the tree's dependency chain costs a flag in
  * shared memory instead of a launch or a wait on another block.
  *
- * Work unit: (group, TW consecutive samples of the block), one warp. Units are dealt to the
- * block's warps round-robin in evaluation order; a warp starts a unit once the units it reads
+ * Work unit: (group, TW consecutive samples of the block), one warp. The host deals the units
+ * to the block's warps (pc_gpu_tile_schedule, gpu_plan.h: list scheduling on a cost model,
+ * units on the longest path to the root first); a warp starts a unit once the units it reads
  * (its children's, and the previous reader of its message slot) have raised their flags in
  * shared memory, so warps never wait for unrelated groups of the same layer. (Units of whole
  * chains of groups, as in the warp strategy, with each message passed up the chain in
@@ -29,6 +30,8 @@
  * NJ = 1, or JW = 32 and NJ = 2 for 32 < K <= 64; KM = JW NJ >= K is the padded row; SG = 32 / JW
  * sample lanes, TS = TW / SG samples per lane, so each lane holds TS x NJ accumulators. */
 #include "layers/cuda_circuit.cuh"
+
+#include <stdlib.h>
 
 #define TILE_THREADS 512
 #define TILE_WARPS (TILE_THREADS / 32)
@@ -275,7 +278,8 @@ static __device__ __forceinline__ void tile_wait(const tile_plan &plan, int grou
 
 /* Grid: one block per T samples. */
 template <int TW, int JW, int NJ>
-static __global__ void __launch_bounds__(TILE_THREADS) tile_kernel(pc_gpu_args a, int T) {
+static __global__ void __launch_bounds__(TILE_THREADS)
+    tile_kernel(pc_gpu_args a, int T, const int32_t *sched) {
     extern __shared__ float4 smem4[];
     char *base = reinterpret_cast<char *>(smem4);
     const int warp = threadIdx.x / 32, V = a.V, G = a.G, KM = JW * NJ;
@@ -315,9 +319,12 @@ static __global__ void __launch_bounds__(TILE_THREADS) tile_kernel(pc_gpu_args a
     }
     __syncthreads();
     const tile_plan plan = {groups, vars, child_slot, ready, per_group};
-    /* Units in evaluation order, dealt round-robin: a unit waits only on earlier units, which
-     * their warps reach first, so the block cannot deadlock. */
-    for (int u = warp; u < units; u += TILE_WARPS) {
+    /* The warp's units, as the host dealt them (pc_gpu_tile_schedule: sched = [warps + 1]
+     * ranges, then the units): every unit comes after the units it waits on, in an order that
+     * all warps' lists follow, so the block cannot deadlock. */
+    const int end = __ldg(sched + warp + 1);
+    for (int i = __ldg(sched + warp); i < end; i++) {
+        const int u = __ldg(sched + TILE_WARPS + 1 + i);
         const int gi = u / per_group, sub = u % per_group;
         const pc_gpu_group g = groups[gi];
         for (int c = g.child_begin; c < g.child_end; c++)
@@ -330,7 +337,7 @@ static __global__ void __launch_bounds__(TILE_THREADS) tile_kernel(pc_gpu_args a
     }
 }
 
-typedef void (*tile_fn)(pc_gpu_args, int);
+typedef void (*tile_fn)(pc_gpu_args, int, const int32_t *);
 
 /* Samples per block for n: the fewest (at least 4) that leave no more blocks than SMs, at most
  * TILE_MAX_T. */
@@ -410,26 +417,64 @@ extern "C" pc_status pc_gpu_fuse_tile_enqueue(pc_gpu_state *s, const pc_gpu_args
     const int T = tile_samples(s, a->n), tw = tile_tw(s->K, T);
     const unsigned grid = (unsigned)((a->n + T - 1) / T);
     const size_t smem = tile_smem(s->G, s->V, s->K, T, tw);
-    tile_pick(s->K, tw)<<<grid, TILE_THREADS, smem, stream>>>(*a, T);
+    int ti = 0;
+    while ((4 << ti) < T) ti++;
+    tile_pick(s->K, tw)<<<grid, TILE_THREADS, smem, stream>>>(
+        *a, T, s->d_tile_sched + s->tile_sched_at[ti]);
     PC_GPU_CHECK(cudaGetLastError());
 fail:
     return st;
 }
 
-/* exp(w) in the padded quads form (PC_GPU_W_QUADS); the persistent strategy's form is not
- * needed here. */
+/* The schedules' int32s: per block size T, warps + 1 ranges and (T / tw) G units. */
+static size_t tile_sched_ints(const pc_gpu_state *s, int ti) {
+    const int T = 4 << ti;
+    return TILE_WARPS + 1 + (size_t)s->G * (T / tile_tw(s->K, T));
+}
+
+static size_t tile_sched_bytes(const pc_gpu_state *s) {
+    size_t n = 0;
+    for (int ti = 0; 4 << ti <= TILE_MAX_T; ti++) n += tile_sched_ints(s, ti);
+    return n * sizeof(int32_t);
+}
+
+/* The warps' units per block size (gpu_plan.h), one array. */
+static pc_status tile_upload_sched(pc_gpu_state *s) {
+    pc_status st = PC_OK;
+    const size_t bytes = tile_sched_bytes(s);
+    int32_t *h = (int32_t *)malloc(bytes);
+    if (!h) return pc_fail(PC_ERR_NOMEM, "GPU upload: out of host memory for the tile schedules");
+    size_t at = 0;
+    for (int ti = 0; 4 << ti <= TILE_MAX_T && st == PC_OK; ti++) {
+        const int T = 4 << ti;
+        s->tile_sched_at[ti] = at;
+        st = pc_gpu_tile_schedule(s->circuit, s->h_groups, T / tile_tw(s->K, T), TILE_WARPS,
+                                  h + at + TILE_WARPS + 1, h + at);
+        at += tile_sched_ints(s, ti);
+    }
+    if (st == PC_OK) st = pc_gpu_alloc(s, (void **)&s->d_tile_sched, bytes, "tile schedules");
+    if (st == PC_OK) PC_GPU_CHECK(cudaMemcpy(s->d_tile_sched, h, bytes, cudaMemcpyHostToDevice));
+fail:
+    free(h);
+    return st;
+}
+
+/* exp(w) in the padded quads form (PC_GPU_W_QUADS; the persistent strategy's form is not
+ * needed here) and the schedules. */
 extern "C" pc_status pc_gpu_fuse_tile_upload(pc_gpu_state *s) {
-    return pc_gpu_upload_padded_w(s, PC_GPU_W_QUADS, &s->d_wt);
+    pc_status st = pc_gpu_upload_padded_w(s, PC_GPU_W_QUADS, &s->d_wt);
+    return st == PC_OK ? tile_upload_sched(s) : st;
 }
 
 extern "C" size_t pc_gpu_fuse_tile_bytes(const pc_gpu_state *s, int64_t chunk) {
     (void)chunk;
-    return pc_gpu_padded_w_bytes(s);
+    return pc_gpu_padded_w_bytes(s) + tile_sched_bytes(s);
 }
 
 extern "C" void pc_gpu_fuse_tile_release(pc_gpu_state *s) {
     pc_gpu_release(s, s->d_wt, pc_gpu_padded_w_bytes(s));
-    s->d_wt = NULL;
+    pc_gpu_release(s, s->d_tile_sched, tile_sched_bytes(s));
+    s->d_wt = NULL, s->d_tile_sched = NULL;
 }
 
 extern "C" const pc_gpu_impl pc_gpu_fuse_tile_impl = {

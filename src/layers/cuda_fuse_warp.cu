@@ -46,12 +46,8 @@
 #define WARP_STAGE_VARS 32 /* a chain's variables whose input rows an item stages */
 /* Sources whose loads a gather issues together: the bottom's children and variables, a
  * link's variables (32 floats in flight per lane). */
-#ifndef WARP_BOTTOM_U
 #define WARP_BOTTOM_U 2
-#endif
-#ifndef WARP_LINK_U
 #define WARP_LINK_U (KP <= 32 ? 2 : 1)
-#endif
 
 /* Four floats at p[k .. k + 3] (0 where k + i >= K). V4: K % 4 == 0, so p + k is 16-byte
  * aligned and the four are all in or all out. CG: read through L2 (messages written during
@@ -79,30 +75,20 @@ static __device__ __forceinline__ void warp_wait(const pc_gpu_args &a, const pc_
                                                  int t, int lane) {
     for (int i = g.child_begin + lane; i < g.child_end; i += 32) {
         const int32_t *d = a.done + (size_t)__ldg(a.chain_child + i) * a.tiles + t;
-#ifdef PC_WARP_ACQREL
-        int seen;
-        for (;;) {
+        for (int seen;;) { /* an acquire load: no fence after it (1-3 % over a fence) */
             asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(seen) : "l"(d) : "memory");
             if (seen >= a.K) break;
             __nanosleep(32);
         }
-#else
-        while (*(const volatile int32_t *)d < a.K) __nanosleep(32);
-        __threadfence();
-#endif
     }
     __syncwarp();
 }
 
-/* Raises a chain's counter for a tile once the warp's stores are done (after a __syncwarp,
- * by one lane). */
+/* Raises a chain's counter for a tile once the warp's stores are done, by one lane after a
+ * __syncwarp (which orders the other lanes' stores before it): a release, which the readers'
+ * acquire loads pair with. */
 static __device__ __forceinline__ void warp_publish(int32_t *done, int K) {
-#ifdef PC_WARP_ACQREL
     asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(done), "r"(K) : "memory");
-#else
-    __threadfence();
-    atomicAdd(done, K);
-#endif
 }
 
 /* Whether the gang takes its exp(w) from shared memory (K > 16: measured on the H200, K = 64,
@@ -147,22 +133,33 @@ template <int KP> static constexpr size_t warp_smem_bytes() {
     return (warp_ws_floats<KP>() + WARP_BLOCK / 32 * warp_own_floats<KP>()) * sizeof(float);
 }
 
-/* The input rows of the chain's variables (chain_vars[vb .. ve)) for the item's 16 samples,
- * srow[i][s] = v_i (C + 1) + x[b0 + s][v_i] (C where missing; samples past n read b0's), lane
- * i for variable i < WARP_STAGE_VARS. One round of loads before the wait, where walking the
- * groups' variables took three dependent loads (variable, pixel, row) per variable and group,
- * after the wait and on the tree's critical path. */
-static __device__ __forceinline__ void warp_stage_rows(const pc_gpu_args &a, int vb, int ve,
-                                                       int b0, int lane, int *srow) {
-    if (lane < ve - vb && lane < WARP_STAGE_VARS) {
-        const int v = __ldg(a.chain_vars + vb + lane), base = v * (a.C + 1);
+/* The input rows of a chain's variables for an item's 16 samples, a window of 32 variables
+ * at a time in the warp's shared memory. */
+struct warp_rows {
+    int *srow;  /* [WARP_STAGE_VARS][16]: variable w0 + i, sample s at [i][s] */
+    int vb, nv; /* the chain's variables: chain_vars[vb .. vb + nv) */
+    int nb;     /* the bottom's: the first nb of them */
+    int b0;     /* the item's first sample */
+    int w0;     /* the window: variables w0 .. w0 + WARP_STAGE_VARS - 1 */
+};
+
+/* Stages the window at r.w0: srow[i][s] = v (C + 1) + x[b0 + s][v] for variable v = w0 + i
+ * (C where missing; samples past n read b0's), lane i for variable w0 + i. One round of loads
+ * (variable, pixels) per 32 variables, where walking the groups' variables took three
+ * dependent loads (variable, pixel, row) per variable, on the tree's critical path (the MNIST
+ * tree's largest group has 101 variables: the image's border, constant pixels). */
+static __device__ __forceinline__ void warp_stage(const int32_t *vars, const uint8_t *x,
+                                                  const uint8_t *missing, int n, int V, int C,
+                                                  int i, int nv, int b0, int *srow) {
+    if (i < nv) {
+        const int v = __ldg(vars + i), base = v * (C + 1);
         int row[WARP_ROWS];
 #pragma unroll
         for (int s = 0; s < WARP_ROWS; s++) {
-            const size_t at = (size_t)(b0 + s < a.n ? b0 + s : b0) * a.V + v;
-            row[s] = base + (a.missing && __ldg(a.missing + at) ? a.C : __ldg(a.x + at));
+            const size_t at = (size_t)(b0 + s < n ? b0 + s : b0) * V + v;
+            row[s] = base + (missing && __ldg(missing + at) ? C : __ldg(x + at));
         }
-        int4 *d = reinterpret_cast<int4 *>(srow + lane * WARP_ROWS);
+        int4 *d = reinterpret_cast<int4 *>(srow);
 #pragma unroll
         for (int q = 0; q < WARP_ROWS / 4; q++)
             d[q] = make_int4(row[4 * q], row[4 * q + 1], row[4 * q + 2], row[4 * q + 3]);
@@ -170,31 +167,62 @@ static __device__ __forceinline__ void warp_stage_rows(const pc_gpu_args &a, int
     __syncwarp();
 }
 
-/* The input row of the chain's variable i (from vb) for the item's sample s (global row rr):
- * staged, or, past WARP_STAGE_VARS, looked up. */
-static __device__ __forceinline__ size_t warp_row(const pc_gpu_args &a, const int *srow, int vb,
-                                                  int i, int s, int rr) {
-    if (i < WARP_STAGE_VARS) return (size_t)srow[i * WARP_ROWS + s];
-    const int v = __ldg(a.chain_vars + vb + i);
-    const size_t at = (size_t)rr * a.V + v;
-    return (size_t)v * (a.C + 1) + (a.missing && __ldg(a.missing + at) ? a.C : __ldg(a.x + at));
+/* The same as a call: at K = 64, inlined, its registers would count in the whole item's, whose
+ * 168 then spill (K = 64, batch 4096: 1.286 against 1.183 ms); at K <= 32 inlined was faster
+ * (K = 16: 0.259 against 0.277 ms). */
+static __device__ __noinline__ void warp_stage_call(const int32_t *vars, const uint8_t *x,
+                                                    const uint8_t *missing, int n, int V, int C,
+                                                    int i, int nv, int b0, int *srow) {
+    warp_stage(vars, x, missing, n, V, C, i, nv, b0, srow);
+}
+
+template <int KP>
+static __device__ __forceinline__ void warp_stage_rows(const pc_gpu_args &a, const warp_rows &r,
+                                                       int lane) {
+    const int i = lane < WARP_STAGE_VARS ? r.w0 + lane : r.nv;
+    int *srow = r.srow + lane * WARP_ROWS;
+    if constexpr (KP > 32)
+        warp_stage_call(a.chain_vars + r.vb, a.x, a.missing, a.n, a.V, a.C, i, r.nv, r.b0, srow);
+    else
+        warp_stage(a.chain_vars + r.vb, a.x, a.missing, a.n, a.V, a.C, i, r.nv, r.b0, srow);
+}
+
+/* Moves the window so that it holds variables i .. min(i + u, e) - 1, if it does not
+ * (warp-uniform). */
+template <int KP>
+static __device__ __forceinline__ void warp_window(const pc_gpu_args &a, warp_rows &r, int i,
+                                                   int u, int e, int lane) {
+    if (i < r.w0 || min(i + u, e) > r.w0 + WARP_STAGE_VARS) {
+        __syncwarp(); /* every lane is done with the old window */
+        r.w0 = i;
+        warp_stage_rows<KP>(a, r, lane);
+    }
+}
+
+/* A chain's links take one window, staged once the bottom is done with its variables. */
+static_assert((PC_GPU_CHAIN_MAX - 1) * PC_GPU_CHAIN_LINK_VARS <= WARP_STAGE_VARS,
+              "a chain's links take more variables than a window holds");
+
+/* The staged input row of variable i (in the window) for the item's sample s. */
+static __device__ __forceinline__ size_t warp_row(const warp_rows &r, int i, int s) {
+    return (size_t)r.srow[(i - r.w0) * WARP_ROWS + s];
 }
 
 /* The chain's bottom, in the log domain: p[row][k] = the sum of its children's messages (from
- * their slots, in L2) and its inputs (the chain's variables vi0 .. vi1, rows staged), in FP64,
+ * their slots, in L2) and its inputs (the chain's first nb variables, rows staged), in FP64,
  * RA rows at a time (at K = 64 the FP64 sums of both rows would take 64 registers, so one at
  * a time); the sources U at a time, whose loads all travel before the first sum; m = max per
  * row over the row's four lanes; ed = exp(p - m) (0 past K, past n and where m = -inf) for the
  * product; o = the children's offsets + m. */
 template <int KP, bool V4>
 static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const pc_gpu_group &g,
-                                                   int vb, int vi0, int vi1, const int *srow,
-                                                   const int (&rr)[2], const bool (&ok)[2],
-                                                   int g8, int k0, bool active,
+                                                   warp_rows &wr, const int (&rr)[2],
+                                                   const bool (&ok)[2], int g8, int k0,
+                                                   int lane, bool active,
                                                    double (&ed)[2][KP / 4], double (&o)[2]) {
     constexpr int NQ = KP / 16, RA = KP <= 32 ? 2 : 1, U = WARP_BOTTOM_U;
     const int K = a.K, nc = active ? g.child_end - g.child_begin : 0;
-    const int ns = active ? nc + vi1 - vi0 : 0; /* sources: children, then variables */
+    const int ns = active ? nc + wr.nb : 0; /* sources: children, then variables 0 .. nb - 1 */
 #pragma unroll
     for (int h0 = 0; h0 < 2; h0 += RA) {
         double p[RA][NQ][4], oh[RA];
@@ -209,6 +237,7 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
         for (int s0 = 0; s0 < ns; s0 += U) {
             float v[U][RA][NQ][4];
             double od[U][RA];
+            if (s0 + U > nc) warp_window<KP>(a, wr, max(s0 - nc, 0), U, wr.nb, lane);
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int src = s0 + u;
@@ -225,8 +254,7 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
                 } else if (src < ns) {
 #pragma unroll
                     for (int h = 0; h < RA; h++) {
-                        const size_t row = warp_row(a, srow, vb, vi0 + src - nc,
-                                                    g8 + 8 * (h0 + h), rr[h0 + h]);
+                        const size_t row = warp_row(wr, src - nc, g8 + 8 * (h0 + h));
 #pragma unroll
                         for (int q = 0; q < NQ; q++)
                             warp_load4<V4, false>(a.input + row * K, k0 + 4 * q, K, v[u][h][q]);
@@ -283,12 +311,12 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
  * factors: no underflow), o += sum_v mx[v][x_v], and the row is scaled by the power of two
  * 2^-e that brings its max into [1, 2) (exact; o += e ln 2). The log of the group below and
  * this group's exp are gone: the value is the same as the log domain's to FP64 rounding. The
- * variables (the chain's vi0 .. vi1, rows staged) go U at a time, their loads together. */
+ * variables (the chain's vi0 .. vi1 - 1, in the window) go U at a time, their loads together. */
 template <int KP>
-static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, int vb, int vi0, int vi1,
-                                                 const int *srow, const int (&rr)[2], int g8,
-                                                 int k0, bool active, const float *carry,
-                                                 double (&ed)[2][KP / 4], double (&o)[2]) {
+static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const warp_rows &wr,
+                                                 int vi0, int vi1, int g8, int k0, bool active,
+                                                 const float *carry, double (&ed)[2][KP / 4],
+                                                 double (&o)[2]) {
     constexpr int NQ = KP / 16, LD = warp_ld<KP>(), U = WARP_LINK_U;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
@@ -310,7 +338,7 @@ static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, int vb, i
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 if (s0 + u < nv) {
-                    const size_t row = warp_row(a, srow, vb, vi0 + s0 + u, g8 + 8 * h, rr[h]);
+                    const size_t row = warp_row(wr, vi0 + s0 + u, g8 + 8 * h);
                     const float4 *lin = reinterpret_cast<const float4 *>(a.in_lin + row * KP + k0);
 #pragma unroll
                     for (int q = 0; q < NQ; q++) l[u][h][q] = __ldg(lin + q);
@@ -366,21 +394,23 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
     const int r[2] = {b0 + g8, b0 + g8 + 8};
     const bool ok[2] = {r[0] < a.n, r[1] < a.n};
     const int rr[2] = {ok[0] ? r[0] : b0, ok[1] ? r[1] : b0}; /* rows past n read b0 */
-    const int vb = __ldg(a.chain_vb + cb);
+    warp_rows wr;
+    wr.srow = srow, wr.vb = __ldg(a.chain_vb + cb), wr.b0 = b0, wr.w0 = 0;
+    wr.nv = __ldg(a.chain_vb + ce) - wr.vb, wr.nb = __ldg(a.chain_vb + cb + 1) - wr.vb;
     int gi = __ldg(a.chain_groups + cb);
     const pc_gpu_group g = a.groups[gi]; /* the bottom's children */
     if (warp_smem_w<KP>() && gi != a.G - 1) warp_stage_w<KP>(a.wf + (size_t)gi * KP * KP, ws);
     if (active) {
-        warp_stage_rows(a, vb, __ldg(a.chain_vb + ce), b0, lane, srow);
+        warp_stage_rows<KP>(a, wr, lane);
         warp_wait(a, g, t, lane);
     }
     double o[2] = {0.0, 0.0}; /* the rows' offsets: msg = o + log(ed exp(w)^T) */
 
     for (int m = cb, vi0 = 0; m < ce; m++) {
         const bool root = gi == a.G - 1, top = m + 1 == ce;
-        const int vi1 = __ldg(a.chain_vb + m + 1) - vb; /* the group's variables: vi0 .. vi1 */
+        const int vi1 = __ldg(a.chain_vb + m + 1) - wr.vb; /* its variables: vi0 .. vi1 - 1 */
         /* exp(w) from L1 (K <= 16): this group's loads travel with the gather's. */
-        float4 wr[warp_smem_w<KP>() ? 1 : NT][KP / 16];
+        float4 wreg[warp_smem_w<KP>() ? 1 : NT][KP / 16];
         if constexpr (!warp_smem_w<KP>()) {
 #pragma unroll
             for (int n = 0; n < NT; n++) {
@@ -388,13 +418,17 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                     a.wf + ((size_t)gi * KP + 8 * n + g8) * KP + k0);
 #pragma unroll
                 for (int s4 = 0; s4 < KP / 16; s4++)
-                    wr[n][s4] = active && !root ? __ldg(w4 + s4) : make_float4(0, 0, 0, 0);
+                    wreg[n][s4] = active && !root ? __ldg(w4 + s4) : make_float4(0, 0, 0, 0);
             }
         }
         /* 1.-3. The product's operand ed (FP64, max 1 or in [1, 2) per row) and o. */
         double ed[2][KP / 4];
-        if (m == cb) warp_bottom<KP, V4>(a, g, vb, vi0, vi1, srow, rr, ok, g8, k0, active, ed, o);
-        else warp_link<KP>(a, vb, vi0, vi1, srow, rr, g8, k0, active, carry, ed, o);
+        if (m == cb) {
+            warp_bottom<KP, V4>(a, g, wr, rr, ok, g8, k0, lane, active, ed, o);
+            if (active && !top) warp_window<KP>(a, wr, wr.nb, wr.nv - wr.nb, wr.nv, lane);
+        } else {
+            warp_link<KP>(a, wr, vi0, vi1, g8, k0, active, carry, ed, o);
+        }
         __syncwarp(); /* every lane has read carry before the product overwrites it */
         vi0 = vi1;
 
@@ -433,7 +467,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                     if constexpr (warp_smem_w<KP>())
                         w = reinterpret_cast<const float4 *>(ws + (8 * n + g8) * LD + k0)[s4];
                     else
-                        w = wr[n][s4];
+                        w = wreg[n][s4];
                     const double wv[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
@@ -474,14 +508,14 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
 }
 
 /* The persistent loop: gangs of items (chain-major, chain order) until none is left.
- * Blocks per SM by K: 3 (168 registers) at K <= 64, 5 (96) at K <= 32, 6 (80) at K <= 16; a
- * lane holds 2 KP / 4 operands in FP64 for the mma. Fewer warps than fit, without spills, ran
- * faster (H200, measured with the linear links: K = 64 at 1,024-2,048 samples 1.14-1.16x with
- * 3 blocks instead of 4, 1.00x at 4,096; K = 16 1.06-1.15x with 6 instead of 8; K = 32 level
- * or slower with 3 or 4): an item's latency on the tree's critical path counts more than the
- * warps in flight. Dynamic shared memory: warp_smem_bytes<KP>(). */
+ * Blocks per SM by K: 3 (168 registers) at K <= 64, 5 (96) at K <= 32; a lane holds 2 KP / 4
+ * operands in FP64 for the mma. Fewer warps than fit ran faster (H200, measured with the
+ * linear links: K = 64 at 1,024-2,048 samples 1.14-1.16x with 3 blocks instead of 4, 1.00x at
+ * 4,096; K = 16 1.06-1.15x with 6 instead of 8, and with the staged rows 1.07-1.10x with 5
+ * instead of 6; K = 32 level or slower with 3 or 4): an item's latency on the tree's critical
+ * path counts more than the warps in flight. Dynamic shared memory: warp_smem_bytes<KP>(). */
 template <int KP, bool V4>
-static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 3 : KP == 32 ? 5 : 6)
+static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 3 : 5)
     warp_kernel(pc_gpu_args a, int total) {
     const int lane = threadIdx.x & 31;
     /* The block's warps take consecutive tiles of one chain ("gang" of W tiles), so that a

@@ -156,3 +156,110 @@ void pc_gpu_chains_free(pc_gpu_chains *ch) {
     ch->begin = ch->groups = ch->child_chain = NULL;
     ch->num_chains = 0;
 }
+
+/* A heap of units: the one with the largest key first (ties: the lower unit). The ready
+ * times go in negated, so that the earliest comes first. */
+static int heap_before(const double *key, int32_t a, int32_t b) {
+    return key[a] > key[b] || (key[a] == key[b] && a < b);
+}
+
+static void heap_push(int32_t *h, int32_t *n, const double *key, int32_t u) {
+    int32_t i = (*n)++;
+    for (; i > 0 && heap_before(key, u, h[(i - 1) / 2]); i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
+    h[i] = u;
+}
+
+static int32_t heap_pop(int32_t *h, int32_t *n, const double *key) {
+    const int32_t top = h[0], last = h[--*n];
+    int32_t i = 0;
+    for (;;) {
+        int32_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && heap_before(key, h[c + 1], h[c])) c++;
+        if (!heap_before(key, h[c], last)) break;
+        h[i] = h[c], i = c;
+    }
+    if (*n > 0) h[i] = last;
+    return top;
+}
+
+pc_status pc_gpu_tile_schedule(const pc_circuit *c, const pc_gpu_group *groups,
+                               int32_t per_group, int32_t warps, int32_t *order, int32_t *begin) {
+    if (!c || !groups || !order || !begin || per_group < 1 || warps < 1)
+        return pc_fail(PC_ERR_ARG, "pc_gpu_tile_schedule: NULL argument, per_group or warps < 1");
+    const int32_t G = c->num_groups, units = G * per_group;
+    double *cost = malloc(sizeof(double) * (size_t)G), *prio = malloc(sizeof(double) * (size_t)units);
+    /* ready: minus the time at which a unit's last dependency finishes */
+    double *ready = calloc((size_t)units, sizeof(double)), *free_at = calloc((size_t)warps, sizeof(double));
+    int32_t *deps = malloc(sizeof(int32_t) * (size_t)units), *heap = malloc(sizeof(int32_t) * (size_t)units);
+    int32_t *wstart = calloc((size_t)G + 1, sizeof(int32_t)), *waiters = malloc(sizeof(int32_t) * (size_t)G);
+    int32_t *warp_of = malloc(sizeof(int32_t) * (size_t)units);
+    int32_t *seq = malloc(sizeof(int32_t) * (size_t)units), *pend = malloc(sizeof(int32_t) * (size_t)units);
+    if (!cost || !prio || !ready || !free_at || !deps || !heap || !wstart || !waiters || !warp_of ||
+        !seq || !pend) {
+        free(cost), free(prio), free(ready), free(free_at), free(deps), free(heap), free(wstart);
+        free(waiters), free(warp_of), free(seq), free(pend);
+        return pc_fail(PC_ERR_NOMEM, "GPU tile schedule of %d units: out of host memory", units);
+    }
+    /* waiters[wstart[q] .. wstart[q + 1]): the groups that wait on q (for the slots q read).
+     * prio: the longest path of costs from the unit up to the root. */
+    for (int32_t g = 0; g < G; g++) {
+        const pc_gpu_group *h = &groups[g];
+        cost[g] = 1.0 + PC_GPU_TILE_SOURCE_COST *
+                            (h->child_end - h->child_begin + h->var_end - h->var_begin);
+        if (h->wait >= 0) wstart[h->wait + 1]++;
+    }
+    for (int32_t g = 0; g < G; g++) wstart[g + 1] += wstart[g];
+    for (int32_t g = 0; g < G; g++)
+        if (groups[g].wait >= 0) waiters[wstart[groups[g].wait]++] = g;
+    for (int32_t g = G; g > 0; g--) wstart[g] = wstart[g - 1];
+    wstart[0] = 0;
+    for (int32_t g = G - 1; g >= 0; g--) { /* parents and waiters come later */
+        double after = c->group_parent[g] >= 0 ? prio[c->group_parent[g] * per_group] : 0.0;
+        for (int32_t i = wstart[g]; i < wstart[g + 1]; i++)
+            after = prio[waiters[i] * per_group] > after ? prio[waiters[i] * per_group] : after;
+        for (int32_t s = 0; s < per_group; s++) prio[g * per_group + s] = cost[g] + after;
+    }
+    /* List scheduling in time: the warp that frees first takes, of the units that are ready by
+     * then, the one with the longest path to the root (or, if none is, waits for the next). */
+    int32_t nready = 0, npend = 0; /* heap: ready units by prio; pend: the others by time */
+    for (int32_t g = 0; g < G; g++)
+        for (int32_t s = 0; s < per_group; s++) {
+            const int32_t u = g * per_group + s;
+            deps[u] = groups[g].child_end - groups[g].child_begin + (groups[g].wait >= 0);
+            if (deps[u] == 0) heap_push(heap, &nready, prio, u);
+        }
+    for (int32_t k = 0; k < units; k++) {
+        int32_t w = 0;
+        for (int32_t i = 1; i < warps; i++) w = free_at[i] < free_at[w] ? i : w;
+        double t = free_at[w];
+        if (nready == 0 || (npend > 0 && -ready[pend[0]] <= t))
+            while (npend > 0 && (nready == 0 || -ready[pend[0]] <= t)) {
+                const int32_t v = heap_pop(pend, &npend, ready);
+                t = -ready[v] > t ? -ready[v] : t;
+                heap_push(heap, &nready, prio, v);
+            }
+        const int32_t u = heap_pop(heap, &nready, prio), g = u / per_group, s = u % per_group;
+        const double finish = t + cost[g];
+        free_at[w] = finish, warp_of[u] = w, seq[k] = u;
+        /* Release the units of the same slice that wait on u: its parent's and its waiters'. */
+        for (int32_t i = wstart[g] - 1; i < wstart[g + 1]; i++) {
+            const int32_t q = i < wstart[g] ? c->group_parent[g] : waiters[i];
+            if (q < 0) continue;
+            const int32_t v = q * per_group + s;
+            ready[v] = -finish < ready[v] ? -finish : ready[v]; /* negated: the latest child */
+            if (--deps[v] == 0) heap_push(pend, &npend, ready, v);
+        }
+    }
+    /* Each warp's units in the order they were dealt: an order in which every unit comes after
+     * the units it waits on. */
+    for (int32_t w = 0; w <= warps; w++) begin[w] = 0;
+    for (int32_t u = 0; u < units; u++) begin[warp_of[u] + 1]++;
+    for (int32_t w = 0; w < warps; w++) begin[w + 1] += begin[w];
+    for (int32_t k = 0; k < units; k++) order[begin[warp_of[seq[k]]]++] = seq[k];
+    for (int32_t w = warps; w > 0; w--) begin[w] = begin[w - 1];
+    begin[0] = 0;
+    free(cost), free(prio), free(ready), free(free_at), free(deps), free(heap), free(wstart);
+    free(waiters), free(warp_of), free(seq), free(pend);
+    return PC_OK;
+}

@@ -44,6 +44,22 @@ pc_status pc_gpu_plan(const pc_circuit *circuit, pc_gpu_group *groups, int32_t *
 int32_t pc_gpu_split_layers(const pc_circuit *circuit, int64_t wide_items, int64_t narrow_items,
                             double wide_cost, int64_t min_wide, int32_t grid);
 
+/* The tile strategy's schedule (cuda_fuse_tile.cu). A block's units are (group g, slice s of
+ * its samples), unit g * per_group + s, each run by one of `warps` warps. They are dealt in
+ * evaluation order by list scheduling on a model: a unit takes 1 + PC_GPU_TILE_SOURCE_COST x
+ * (its children + its variables), starts once its children and its `wait` group (same slice)
+ * are done and a warp is free, and goes to the free warp that became free last (else the one
+ * that frees first). Warp w runs order[begin[w] .. begin[w + 1]) (begin has warps + 1
+ * entries, order per_group G), in evaluation order, so a unit waits only on earlier units and
+ * the block cannot deadlock. Dealt round-robin, the warp with the MNIST tree's group of 101
+ * variables (a unit some 15-19 times as long as the median) ran every later unit of its
+ * share late, and its share ran the tree's critical path (results file 62). The cost of a
+ * source (a child's message or an input row, one L2 load per sample and lane) against a
+ * unit's fixed part was 0.10-0.18 on the H200 at K = 16-64. */
+#define PC_GPU_TILE_SOURCE_COST 0.15
+pc_status pc_gpu_tile_schedule(const pc_circuit *circuit, const pc_gpu_group *groups,
+                               int32_t per_group, int32_t warps, int32_t *order, int32_t *begin);
+
 /* The most variables of a group above a chain's bottom: the warp strategy multiplies such a
  * group's inputs into the message from below in FP64, one factor per variable, each 0 or at
  * least 2^-126, so at most 8 factors keep every nonzero product above FP64's 2^-1022. */
