@@ -512,22 +512,23 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
     fuse_enqueue,    NULL,             NULL,             NULL};
 
 /* fuse's own choice, per forward pass of n samples:
- *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 from fuse_warp_min_n(K) samples:
+ *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 from FUSE_WARP_MIN_N samples:
  *     enough warp items to fill the GPU, each without a barrier;
  *   - else the tile strategy (no waits between blocks) up to K = 64;
  *   - else the persistent kernel.
  * Measured on the H200 (MNIST tree), ms per forward pass at batch 512 / 1024 / 2048 / 4096
- * (results files 57-58):
- *   K = 16: tile 0.099 / 0.144 / 0.249 / 0.389,  warp 0.198 / 0.237 / 0.280 / 0.320;
- *   K = 32: tile 0.157 / 0.247 / 0.423 / 0.793,  warp 0.329 / 0.353 / 0.407 / 0.494;
- *   K = 64: tile 0.285 / 0.442 / 0.784 / 1.512,  warp 0.556 / 0.621 / 0.775 / 1.201,
- *           persistent 0.539 at 512, 1.529 at 4096.
+ * (results file 63):
+ *   K = 16: tile 0.085 / 0.122 / 0.211 / 0.350,  warp 0.147 / 0.168 / 0.203 / 0.251;
+ *   K = 32: tile 0.137 / 0.227 / 0.413 / 0.809,  warp 0.249 / 0.272 / 0.324 / 0.451;
+ *   K = 64: tile 0.253 / 0.407 / 0.763 / 1.526,  warp 0.501 / 0.571 / 0.723 / 1.175,
+ *           persistent 0.539 at 512, 1.530 at 4096.
  * At small batches the warp items' latency on the tree's thin top loses. */
 #define FUSE_TILE_MAX_K 64
 #define FUSE_WARP_MAX_K PC_GPU_WARP_MAX_K
 
-/* Samples from which the warp strategy wins: where its items fill the GPU many times over. */
-static int64_t fuse_warp_min_n(int K) { return K <= 16 ? 4096 : 2048; }
+/* Samples from which the warp strategy wins (at K = 16, 32 and 64 alike): where its items fill
+ * the GPU many times over. */
+#define FUSE_WARP_MIN_N 2048
 
 static const char *choose_strategy(const pc_gpu_state *s) {
     return s->last_strategy ? s->last_strategy : s->tile_ok ? "tile" : "persistent";
@@ -563,7 +564,7 @@ static void choose_release(pc_gpu_state *s) {
 }
 
 static pc_status choose_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {
-    if (s->warp_ok && a->n >= fuse_warp_min_n(s->K)) {
+    if (s->warp_ok && a->n >= FUSE_WARP_MIN_N) {
         s->last_strategy = "warp";
         return pc_gpu_fuse_warp_enqueue(s, a, stream);
     }

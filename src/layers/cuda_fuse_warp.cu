@@ -22,6 +22,14 @@
  * waits, in the block that finished the last of its children (leaf chains from the queue;
  * 1.11-1.27x slower at batch 4096, three barriers and a serial atomic per chain and block).
  *
+ * Why staged input rows: a group's input row per sample is three dependent loads (variable,
+ * pixel code, row), one group and variable after another, on the tree's critical path. An
+ * item looks up its chain's rows in one round of loads before it waits for its children
+ * (warp_stage_rows, windows of 32 variables), so a group's inputs cost one round of loads
+ * after the wait, together with its children's messages (K = 16, batch 4096: 0.321 -> 0.250
+ * ms with the acquire/release counters and 5 blocks per SM; K = 32 1.09x; per-phase traces
+ * in the results, files 61-62).
+ *
  * The product out[b, j] = sum_k e[b, k] exp(w[j, k]) runs as mma.m8n8k4.f64: FP64 products
  * and sums of the FP64 operands, so it is exact to far below FP32 (only e at a chain's bottom,
  * from an FP32 exp, exp(w) and the linear inputs in FP32, the FP32 product handed up a chain

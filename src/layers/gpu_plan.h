@@ -45,17 +45,20 @@ int32_t pc_gpu_split_layers(const pc_circuit *circuit, int64_t wide_items, int64
                             double wide_cost, int64_t min_wide, int32_t grid);
 
 /* The tile strategy's schedule (cuda_fuse_tile.cu). A block's units are (group g, slice s of
- * its samples), unit g * per_group + s, each run by one of `warps` warps. They are dealt in
- * evaluation order by list scheduling on a model: a unit takes 1 + PC_GPU_TILE_SOURCE_COST x
- * (its children + its variables), starts once its children and its `wait` group (same slice)
- * are done and a warp is free, and goes to the free warp that became free last (else the one
- * that frees first). Warp w runs order[begin[w] .. begin[w + 1]) (begin has warps + 1
- * entries, order per_group G), in evaluation order, so a unit waits only on earlier units and
- * the block cannot deadlock. Dealt round-robin, the warp with the MNIST tree's group of 101
- * variables (a unit some 15-19 times as long as the median) ran every later unit of its
- * share late, and its share ran the tree's critical path (results file 62). The cost of a
- * source (a child's message or an input row, one L2 load per sample and lane) against a
- * unit's fixed part was 0.10-0.18 on the H200 at K = 16-64. */
+ * its samples), unit g * per_group + s, each run by one of `warps` warps. They are dealt by
+ * list scheduling in time on a model: a unit takes 1 + PC_GPU_TILE_SOURCE_COST x (its
+ * children + its variables) and is ready once its children and the groups it waits on for its
+ * slot (`wait`, same slice) are done; the warp that frees first takes, of the units ready by
+ * then, the one with the longest path of costs to the root (through parents and slot waits),
+ * or waits for the next. Warp w runs order[begin[w] .. begin[w + 1]) (begin has warps + 1
+ * entries, order per_group G) in the order dealt: every unit is dealt after the units it
+ * waits on, so the earliest dealt unit not yet run can always run and the block cannot
+ * deadlock. Dealt round-robin in evaluation order instead, the warp of the MNIST tree's group
+ * of 101 variables (a unit 15-19 times as long as the median) ran every later unit of its
+ * share late, and its share ran the tree's critical path (results file 62); this schedule
+ * took the tile strategy's batch-512 points 1.13-1.16x faster (file 63). The cost of a source
+ * (a child's message or an input row, one load per sample and lane) against a unit's fixed
+ * part was 0.10-0.18 on the H200 at K = 16-64. */
 #define PC_GPU_TILE_SOURCE_COST 0.15
 pc_status pc_gpu_tile_schedule(const pc_circuit *circuit, const pc_gpu_group *groups,
                                int32_t per_group, int32_t warps, int32_t *order, int32_t *begin);
