@@ -150,7 +150,7 @@ struct pc_gpu_state {
     double *d_in_max, *d_root_wexp;                         /* fuse warp */
     float *d_input, *d_wexp, *d_wf, *d_wt;
     int32_t *d_tile_sched;        /* fuse tile: its schedules, one per block size T = 4 2^i */
-    size_t tile_sched_at[4];      /* where T = 4 2^i's starts in d_tile_sched (int32s) */
+    size_t tile_sched_at[4];      /* where T = 4 2^i's starts in d_tile_sched (int32s), T <= 32 */
     int32_t *d_wq, *d_table;
     double *d_root_logw;
     double *d_off;
@@ -222,10 +222,10 @@ extern const pc_gpu_impl pc_gpu_fuse_warp_impl;
  * and released), one forward pass queued; whether it takes the circuit's input rows. */
 #define PC_GPU_WARP_MAX_K 64
 /* Longest chain of the warp strategy (gpu_plan.h; planned in cuda_circuit.cu). Measured on the
- * H200 (MNIST tree, batch 4096, K = 16 / 32 / 64, ms): chains of at most 2 groups 0.346 / 0.535 / 1.406, at most 4
- * 0.345 / 0.533 / 1.397, unbounded 0.375 / 0.635 / 1.675 (one run); at most 8 0.95 / 0.90 /
- * 0.92x of at most 4 (another run). Long chains hold a warp long while the items above them
- * wait. */
+ * H200 (MNIST tree, batch 4096, K = 16 / 32 / 64, ms): chains of at most 2 groups 0.346 /
+ * 0.535 / 1.406, at most 4 0.345 / 0.533 / 1.397, unbounded 0.375 / 0.635 / 1.675 (one run);
+ * at most 8 0.95 / 0.90 / 0.92x of at most 4 (another run). Long chains hold a warp long while
+ * the items above them wait. */
 #ifndef PC_GPU_CHAIN_MAX
 #define PC_GPU_CHAIN_MAX 4
 #endif

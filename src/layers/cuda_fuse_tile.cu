@@ -426,6 +426,8 @@ fail:
     return st;
 }
 
+static_assert(4 << 3 == TILE_MAX_T, "one schedule per block size 4, 8, 16, 32 (tile_sched_at)");
+
 /* The schedules' int32s: per block size T, warps + 1 ranges and (T / tw) G units. */
 static size_t tile_sched_ints(const pc_gpu_state *s, int ti) {
     const int T = 4 << ti;

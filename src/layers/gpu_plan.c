@@ -188,13 +188,14 @@ pc_status pc_gpu_tile_schedule(const pc_circuit *c, const pc_gpu_group *groups,
     if (!c || !groups || !order || !begin || per_group < 1 || warps < 1)
         return pc_fail(PC_ERR_ARG, "pc_gpu_tile_schedule: NULL argument, per_group or warps < 1");
     const int32_t G = c->num_groups, units = G * per_group;
-    double *cost = malloc(sizeof(double) * (size_t)G), *prio = malloc(sizeof(double) * (size_t)units);
+    const size_t nu = (size_t)units, ng = (size_t)G;
+    double *cost = malloc(sizeof(double) * ng), *prio = malloc(sizeof(double) * nu);
     /* ready: minus the time at which a unit's last dependency finishes */
-    double *ready = calloc((size_t)units, sizeof(double)), *free_at = calloc((size_t)warps, sizeof(double));
-    int32_t *deps = malloc(sizeof(int32_t) * (size_t)units), *heap = malloc(sizeof(int32_t) * (size_t)units);
-    int32_t *wstart = calloc((size_t)G + 1, sizeof(int32_t)), *waiters = malloc(sizeof(int32_t) * (size_t)G);
-    int32_t *warp_of = malloc(sizeof(int32_t) * (size_t)units);
-    int32_t *seq = malloc(sizeof(int32_t) * (size_t)units), *pend = malloc(sizeof(int32_t) * (size_t)units);
+    double *ready = calloc(nu, sizeof(double)), *free_at = calloc((size_t)warps, sizeof(double));
+    int32_t *deps = malloc(sizeof(int32_t) * nu), *heap = malloc(sizeof(int32_t) * nu);
+    int32_t *wstart = calloc(ng + 1, sizeof(int32_t)), *waiters = malloc(sizeof(int32_t) * ng);
+    int32_t *warp_of = malloc(sizeof(int32_t) * nu), *seq = malloc(sizeof(int32_t) * nu);
+    int32_t *pend = malloc(sizeof(int32_t) * nu);
     if (!cost || !prio || !ready || !free_at || !deps || !heap || !wstart || !waiters || !warp_of ||
         !seq || !pend) {
         free(cost), free(prio), free(ready), free(free_at), free(deps), free(heap), free(wstart);
