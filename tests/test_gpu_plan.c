@@ -113,9 +113,23 @@ static int32_t check_chains(const pc_circuit *c, int32_t max_len) {
     }
     for (int32_t g = 0; g < G; g++) assert_true(chain_of[g] >= 0);
     /* A bottom's children are tops of earlier chains, found through child_chain; chains come
-     * by the step they can start at, one step per group (ties by their bottoms). */
+     * by the step they can start at, one step per group, ties by the longest path of costs to
+     * the root (descending), then by their bottoms. */
     int32_t *finish = malloc(sizeof(int32_t) * (size_t)n), last_start = 0;
+    double *prio = malloc(sizeof(double) * (size_t)n);
     assert_non_null(finish);
+    assert_non_null(prio);
+    for (int32_t i = n - 1; i >= 0; i--) { /* parents come later in the order */
+        const int32_t top = ch.groups[ch.begin[i + 1] - 1], p = c->group_parent[top];
+        double cost = 0.0;
+        for (int32_t m = ch.begin[i]; m < ch.begin[i + 1]; m++) {
+            const int32_t g = ch.groups[m];
+            cost += 1.0 + PC_GPU_TILE_SOURCE_COST * (c->child_start[g + 1] - c->child_start[g] +
+                                                     c->var_start[g + 1] - c->var_start[g]);
+        }
+        if (p >= 0) assert_true(chain_of[p] > i);
+        prio[i] = cost + (p >= 0 ? prio[chain_of[p]] : 0.0);
+    }
     for (int32_t i = 0; i < n; i++) {
         const int32_t b = ch.groups[ch.begin[i]];
         int32_t start = 0;
@@ -128,10 +142,12 @@ static int32_t check_chains(const pc_circuit *c, int32_t max_len) {
         }
         finish[i] = start + ch.begin[i + 1] - ch.begin[i];
         assert_true(start >= last_start);
-        if (i > 0 && start == last_start) assert_true(ch.groups[ch.begin[i - 1]] < b);
+        if (i > 0 && start == last_start)
+            assert_true(prio[i - 1] > prio[i] ||
+                        (prio[i - 1] == prio[i] && ch.groups[ch.begin[i - 1]] < b));
         last_start = start;
     }
-    free(finish), free(chain_of);
+    free(finish), free(prio), free(chain_of);
     pc_gpu_chains_free(&ch);
     return n;
 }

@@ -79,6 +79,15 @@ template <int EM, int NJ> static constexpr int tile_src_unroll() {
     return EM >= 8 && NJ == 1 ? 2 : 4; /* NJ = 1 also holds exp(w) in registers */
 }
 
+/* Variables a lane loads at once in a long run of them (MNIST's group of 101): up to 32 loads
+ * in flight, TILE_WIDE_VARS variables at most. */
+#ifndef TILE_WIDE_VARS
+#define TILE_WIDE_VARS 8
+#endif
+template <int EM> static constexpr int tile_wide_unroll() {
+    return 32 / EM < TILE_WIDE_VARS ? 32 / EM : TILE_WIDE_VARS;
+}
+
 /* The plan as staged in shared memory, and the units' flags. */
 struct tile_plan {
     const pc_gpu_group *groups;
@@ -135,7 +144,32 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
     const double *off0 = a.off + b0 + lane;
     const unsigned chunk = (unsigned)a.chunk, Ku = (unsigned)K, chunk_k = chunk * Ku;
     const unsigned C1 = (unsigned)a.C + 1;
-    for (int i0 = 0; i0 < nsrc; i0 += U) {
+    /* A long run of variables (the MNIST tree's group of 101, at the bottom of its deepest
+     * path): its last nwide variables UW at a time, up to 32 loads in flight per lane. */
+    constexpr int UW = tile_wide_unroll<TS * NJ>();
+    const int nvar = g.var_end - g.var_begin;
+    const int nwide = UW > U && nvar >= 2 * UW ? nvar / UW * UW : 0, nrest = nsrc - nwide;
+    if constexpr (UW > U) for (int i0 = nrest; i0 < nsrc; i0 += UW) {
+        float val[UW][TS][NJ];
+#pragma unroll
+        for (int u = 0; u < UW; u++) {
+            const unsigned v = (unsigned)plan.vars[g.var_begin + i0 + u - nch];
+#pragma unroll
+            for (int s = 0; s < TS; s++) {
+                const float *row = in0 + (size_t)(v * C1 + my_codes[SG * s * V + v]) * Ku;
+#pragma unroll
+                for (int n = 0; n < NJ; n++)
+                    val[u][s][n] = row_ok[s] && col_ok[n] ? __ldg(row + 32 * n) : 0.0f;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < UW; u++)
+#pragma unroll
+            for (int s = 0; s < TS; s++)
+#pragma unroll
+                for (int n = 0; n < NJ; n++) p[s][n] += (double)val[u][s][n];
+    }
+    for (int i0 = 0; i0 < nrest; i0 += U) {
         float val[U][TS][NJ];
         double ov[U];
 #pragma unroll
@@ -152,7 +186,7 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
                         val[u][s][n] =
                             row_ok[s] && col_ok[n] ? rel[(size_t)SG * s * K + 32 * n] : 0.0f;
                 if (own_off) ov[u] = off0[(size_t)slot * chunk];
-            } else if (i < nsrc) {
+            } else if (i < nrest) {
                 const unsigned v = (unsigned)plan.vars[g.var_begin + i - nch];
 #pragma unroll
                 for (int s = 0; s < TS; s++) {

@@ -231,6 +231,11 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
     constexpr int NQ = KP / 16, RA = KP <= 32 ? 2 : 1, U = WARP_BOTTOM_U;
     const int K = a.K, nc = active ? g.child_end - g.child_begin : 0;
     const int ns = active ? nc + wr.nb : 0; /* sources: children, then variables 0 .. nb - 1 */
+    /* A long run of variables (MNIST's group of 101): its last nwide, UWB at a time, 32 floats
+     * in flight per lane (K = 16: 4 variables against U = 2). */
+    constexpr int UWB = 32 / (RA * NQ * 4);
+    const int nwide = UWB > U && wr.nb >= 2 * UWB ? wr.nb / UWB * UWB : 0;
+    const int nrest = ns - (active ? nwide : 0);
 #pragma unroll
     for (int h0 = 0; h0 < 2; h0 += RA) {
         double p[RA][NQ][4], oh[RA];
@@ -242,7 +247,29 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
 #pragma unroll
                 for (int i = 0; i < 4; i++) p[h][q][i] = 0.0;
         }
-        for (int s0 = 0; s0 < ns; s0 += U) {
+        if constexpr (UWB > U)
+            for (int s0 = nrest; s0 < ns; s0 += UWB) {
+                float v[UWB][RA][NQ][4];
+                warp_window<KP>(a, wr, s0 - nc, UWB, wr.nb, lane);
+#pragma unroll
+                for (int u = 0; u < UWB; u++)
+#pragma unroll
+                    for (int h = 0; h < RA; h++) {
+                        const size_t row = warp_row(wr, s0 + u - nc, g8 + 8 * (h0 + h));
+#pragma unroll
+                        for (int q = 0; q < NQ; q++)
+                            warp_load4<V4, false>(a.input + row * K, k0 + 4 * q, K, v[u][h][q]);
+                    }
+#pragma unroll
+                for (int u = 0; u < UWB; u++)
+#pragma unroll
+                    for (int h = 0; h < RA; h++)
+#pragma unroll
+                        for (int q = 0; q < NQ; q++)
+#pragma unroll
+                            for (int i = 0; i < 4; i++) p[h][q][i] += (double)v[u][h][q][i];
+            }
+        for (int s0 = 0; s0 < nrest; s0 += U) {
             float v[U][RA][NQ][4];
             double od[U][RA];
             if (s0 + U > nc) warp_window<KP>(a, wr, max(s0 - nc, 0), U, wr.nb, lane);
@@ -259,7 +286,7 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
                             warp_load4<V4, true>(a.rel + at * K, k0 + 4 * q, K, v[u][h][q]);
                         od[u][h] = __ldcg(a.off + at);
                     }
-                } else if (src < ns) {
+                } else if (src < nrest) {
 #pragma unroll
                     for (int h = 0; h < RA; h++) {
                         const size_t row = warp_row(wr, src - nc, g8 + 8 * (h0 + h));

@@ -65,37 +65,62 @@ int32_t pc_gpu_split_layers(const pc_circuit *c, int64_t wide_items, int64_t nar
     return split;
 }
 
+/* Sort keys of the chains: start step ascending, then the longest path of costs up to the
+ * root descending (the chain that holds up the most goes first), then the bottom's order. */
+typedef struct chain_key {
+    int32_t start, index;
+    double prio;
+} chain_key;
+
+static int chain_key_cmp(const void *pa, const void *pb) {
+    const chain_key *a = pa, *b = pb;
+    if (a->start != b->start) return a->start < b->start ? -1 : 1;
+    if (a->prio != b->prio) return a->prio > b->prio ? -1 : 1;
+    return a->index < b->index ? -1 : a->index > b->index;
+}
+
 /* Reorders the chains (listed in the evaluation order of their bottoms) by the step at which
  * each can start if every group takes one step: start = the latest finish of the chains its
- * bottom reads, finish = start + length; stable, so ties keep the bottoms' order. A chain's
- * children finish, so start, earlier: they stay ahead of it. */
+ * bottom reads, finish = start + length; ties go to the chain with the longest path of costs
+ * to the root (a group costs 1 + PC_GPU_TILE_SOURCE_COST x its sources: the MNIST tree's
+ * 101-variable group, at the bottom of its deepest path, goes first among the leaves), then
+ * keep the bottoms' order. A chain's children finish, so start, earlier: they stay ahead. */
 static pc_status order_chains(const pc_circuit *c, pc_gpu_chains *ch) {
     const int32_t n = ch->num_chains, G = c->num_groups;
-    int32_t *start = malloc(sizeof(int32_t) * (size_t)n);
     int32_t *finish = malloc(sizeof(int32_t) * (size_t)n);
-    int32_t *count = calloc((size_t)G + 2, sizeof(int32_t));
+    int32_t *chain_of = malloc(sizeof(int32_t) * (size_t)G);
     int32_t *rank = malloc(sizeof(int32_t) * (size_t)n);
     int32_t *begin = malloc(sizeof(int32_t) * (size_t)(n + 1));
     int32_t *groups = malloc(sizeof(int32_t) * (size_t)G);
+    chain_key *key = malloc(sizeof(chain_key) * (size_t)n);
     pc_status st = PC_OK;
-    if (!start || !finish || !count || !rank || !begin || !groups) {
+    if (!finish || !chain_of || !rank || !begin || !groups || !key) {
         st = pc_fail(PC_ERR_NOMEM, "GPU chain plan for %d groups: out of host memory", G);
         goto done;
     }
     for (int32_t i = 0; i < n; i++) {
         const int32_t b = ch->groups[ch->begin[i]];
-        start[i] = 0;
+        key[i].index = i, key[i].start = 0;
         for (int32_t k = c->child_start[b]; k < c->child_start[b + 1]; k++)
-            if (finish[ch->child_chain[k]] > start[i]) start[i] = finish[ch->child_chain[k]];
-        finish[i] = start[i] + ch->begin[i + 1] - ch->begin[i];
-        count[start[i] + 1]++; /* start <= G - 1 */
+            if (finish[ch->child_chain[k]] > key[i].start) key[i].start = finish[ch->child_chain[k]];
+        finish[i] = key[i].start + ch->begin[i + 1] - ch->begin[i];
+        for (int32_t m = ch->begin[i]; m < ch->begin[i + 1]; m++) chain_of[ch->groups[m]] = i;
     }
-    for (int32_t l = 0; l <= G; l++) count[l + 1] += count[l];
-    for (int32_t i = 0; i < n; i++) rank[i] = count[start[i]]++;
+    for (int32_t i = n - 1; i >= 0; i--) { /* a parent chain's bottom comes later */
+        const int32_t top = ch->groups[ch->begin[i + 1] - 1], p = c->group_parent[top];
+        double cost = 0.0;
+        for (int32_t m = ch->begin[i]; m < ch->begin[i + 1]; m++) {
+            const int32_t g = ch->groups[m];
+            cost += 1.0 + PC_GPU_TILE_SOURCE_COST * (c->child_start[g + 1] - c->child_start[g] +
+                                                     c->var_start[g + 1] - c->var_start[g]);
+        }
+        key[i].prio = cost + (p >= 0 ? key[chain_of[p]].prio : 0.0);
+    }
+    qsort(key, (size_t)n, sizeof(chain_key), chain_key_cmp);
     begin[0] = 0;
-    for (int32_t i = 0; i < n; i++) count[rank[i]] = i; /* now count[rank] = chain */
     for (int32_t r = 0; r < n; r++) {
-        const int32_t i = count[r], len = ch->begin[i + 1] - ch->begin[i];
+        const int32_t i = key[r].index, len = ch->begin[i + 1] - ch->begin[i];
+        rank[i] = r;
         for (int32_t m = 0; m < len; m++) groups[begin[r] + m] = ch->groups[ch->begin[i] + m];
         begin[r + 1] = begin[r] + len;
     }
@@ -104,7 +129,7 @@ static pc_status order_chains(const pc_circuit *c, pc_gpu_chains *ch) {
     ch->begin = begin, ch->groups = groups;
     begin = groups = NULL;
 done:
-    free(start), free(finish), free(count), free(rank), free(begin), free(groups);
+    free(finish), free(chain_of), free(rank), free(begin), free(groups), free(key);
     return st;
 }
 
