@@ -79,14 +79,11 @@ template <int EM, int NJ> static constexpr int tile_src_unroll() {
     return EM >= 8 && NJ == 1 ? 2 : 4; /* NJ = 1 also holds exp(w) in registers */
 }
 
-/* Variables a lane loads at once in a long run of them (MNIST's group of 101): up to 32 loads
- * in flight, TILE_WIDE_VARS variables at most. */
-#ifndef TILE_WIDE_VARS
-#define TILE_WIDE_VARS 8
-#endif
-template <int EM> static constexpr int tile_wide_unroll() {
-    return 32 / EM < TILE_WIDE_VARS ? 32 / EM : TILE_WIDE_VARS;
-}
+/* Variables a lane loads at once in a long run of them (MNIST's group of 101): 32 loads in
+ * flight where a lane holds 4 elements per source (K = 32: 8 variables, 1.04-1.05x faster at
+ * batches 512-4,096); not at 2 (K = 16, batch 512: 8 or 16 variables 0.95x or 0.92x slower),
+ * nor at 8 (K = 64, where U already is 32 / 8). */
+template <int EM> static constexpr int tile_wide_unroll() { return EM == 4 ? 32 / EM : 1; }
 
 /* The plan as staged in shared memory, and the units' flags. */
 struct tile_plan {

@@ -49,6 +49,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <type_traits>
+
 #define WARP_BLOCK 128 /* threads per block: four warps, one gang */
 #define WARP_ROWS 16   /* samples per item: the mma's M, and the counters' run */
 #define WARP_STAGE_VARS 32 /* a chain's variables whose input rows an item stages */
@@ -216,26 +218,26 @@ static __device__ __forceinline__ size_t warp_row(const warp_rows &r, int i, int
     return (size_t)r.srow[(i - r.w0) * WARP_ROWS + s];
 }
 
-/* The chain's bottom, in the log domain: p[row][k] = the sum of its children's messages (from
- * their slots, in L2) and its inputs (the chain's first nb variables, rows staged), in FP64,
+/* The chain's bottom, in the log domain: p[row][k] = the sum of its inputs (the chain's first
+ * nb variables, rows staged) and its children's messages (from their slots, in L2), in FP64,
  * RA rows at a time (at K = 64 the FP64 sums of both rows would take 64 registers, so one at
- * a time); the sources U at a time, whose loads all travel before the first sum; m = max per
+ * a time); the inputs first, then the wait for the children (item t), then the children; the
+ * sources U at a time, whose loads all travel before the first sum; m = max per
  * row over the row's four lanes; ed = exp(p - m) (0 past K, past n and where m = -inf) for the
  * product; o = the children's offsets + m. */
 template <int KP, bool V4>
 static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const pc_gpu_group &g,
-                                                   warp_rows &wr, const int (&rr)[2],
+                                                   int t, warp_rows &wr, const int (&rr)[2],
                                                    const bool (&ok)[2], int g8, int k0,
                                                    int lane, bool active,
                                                    double (&ed)[2][KP / 4], double (&o)[2]) {
     constexpr int NQ = KP / 16, RA = KP <= 32 ? 2 : 1, U = WARP_BOTTOM_U;
     const int K = a.K, nc = active ? g.child_end - g.child_begin : 0;
-    const int ns = active ? nc + wr.nb : 0; /* sources: children, then variables 0 .. nb - 1 */
+    const int nb = active ? wr.nb : 0; /* the bottom's variables: 0 .. nb - 1 */
     /* A long run of variables (MNIST's group of 101): its last nwide, UWB at a time, 32 floats
-     * in flight per lane (K = 16: 4 variables against U = 2). */
-    constexpr int UWB = 32 / (RA * NQ * 4);
-    const int nwide = UWB > U && wr.nb >= 2 * UWB ? wr.nb / UWB * UWB : 0;
-    const int nrest = ns - (active ? nwide : 0);
+     * in flight per lane (K = 16: 4 variables against U = 2); the rest U at a time. */
+    constexpr int UWB = 32 / (RA * NQ * 4) > U ? 32 / (RA * NQ * 4) : U;
+    const int nwide = UWB > U && nb >= 2 * UWB ? nb / UWB * UWB : 0;
 #pragma unroll
     for (int h0 = 0; h0 < 2; h0 += RA) {
         double p[RA][NQ][4], oh[RA];
@@ -247,63 +249,62 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
 #pragma unroll
                 for (int i = 0; i < 4; i++) p[h][q][i] = 0.0;
         }
-        if constexpr (UWB > U)
-            for (int s0 = nrest; s0 < ns; s0 += UWB) {
-                float v[UWB][RA][NQ][4];
-                warp_window<KP>(a, wr, s0 - nc, UWB, wr.nb, lane);
+        /* Variables i0 .. i0 + N - 1 (those below i_end), their loads together. */
+        const auto add_vars = [&](auto unroll, int i0, int i_end) {
+            constexpr int N = decltype(unroll)::value;
+            float v[N][RA][NQ][4];
+            warp_window<KP>(a, wr, i0, N, i_end, lane);
 #pragma unroll
-                for (int u = 0; u < UWB; u++)
+            for (int u = 0; u < N; u++)
 #pragma unroll
-                    for (int h = 0; h < RA; h++) {
-                        const size_t row = warp_row(wr, s0 + u - nc, g8 + 8 * (h0 + h));
+                for (int h = 0; h < RA; h++) {
+                    const bool here = i0 + u < i_end;
+                    const size_t row = here ? warp_row(wr, i0 + u, g8 + 8 * (h0 + h)) : 0;
 #pragma unroll
-                        for (int q = 0; q < NQ; q++)
+                    for (int q = 0; q < NQ; q++) {
+                        if (here)
                             warp_load4<V4, false>(a.input + row * K, k0 + 4 * q, K, v[u][h][q]);
-                    }
-#pragma unroll
-                for (int u = 0; u < UWB; u++)
-#pragma unroll
-                    for (int h = 0; h < RA; h++)
-#pragma unroll
-                        for (int q = 0; q < NQ; q++)
-#pragma unroll
-                            for (int i = 0; i < 4; i++) p[h][q][i] += (double)v[u][h][q][i];
-            }
-        for (int s0 = 0; s0 < nrest; s0 += U) {
-            float v[U][RA][NQ][4];
-            double od[U][RA];
-            if (s0 + U > nc) warp_window<KP>(a, wr, max(s0 - nc, 0), U, wr.nb, lane);
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int src = s0 + u;
-                if (src < nc) {
-                    const size_t slot = (size_t)__ldg(a.chain_child + g.child_begin + src);
-#pragma unroll
-                    for (int h = 0; h < RA; h++) {
-                        const size_t at = slot * a.chunk + rr[h0 + h];
-#pragma unroll
-                        for (int q = 0; q < NQ; q++)
-                            warp_load4<V4, true>(a.rel + at * K, k0 + 4 * q, K, v[u][h][q]);
-                        od[u][h] = __ldcg(a.off + at);
-                    }
-                } else if (src < nrest) {
-#pragma unroll
-                    for (int h = 0; h < RA; h++) {
-                        const size_t row = warp_row(wr, src - nc, g8 + 8 * (h0 + h));
-#pragma unroll
-                        for (int q = 0; q < NQ; q++)
-                            warp_load4<V4, false>(a.input + row * K, k0 + 4 * q, K, v[u][h][q]);
-                        od[u][h] = 0.0;
-                    }
-                } else { /* past the last source */
-#pragma unroll
-                    for (int h = 0; h < RA; h++) {
-#pragma unroll
-                        for (int q = 0; q < NQ; q++)
+                        else
 #pragma unroll
                             for (int i = 0; i < 4; i++) v[u][h][q][i] = 0.0f;
-                        od[u][h] = 0.0;
                     }
+                }
+#pragma unroll
+            for (int u = 0; u < N; u++)
+#pragma unroll
+                for (int h = 0; h < RA; h++)
+#pragma unroll
+                    for (int q = 0; q < NQ; q++)
+#pragma unroll
+                        for (int i = 0; i < 4; i++) p[h][q][i] += (double)v[u][h][q][i];
+        };
+        /* The inputs depend on nothing: their loads overlap the children's wait. */
+        if constexpr (UWB > U)
+            for (int i0 = nb - nwide; i0 < nb; i0 += UWB)
+                add_vars(std::integral_constant<int, UWB>(), i0, nb);
+        for (int i0 = 0; i0 < nb - nwide; i0 += U)
+            add_vars(std::integral_constant<int, U>(), i0, nb - nwide);
+        if (h0 == 0 && active) warp_wait(a, g, t, lane);
+        for (int c0 = 0; c0 < nc; c0 += U) {
+            float v[U][RA][NQ][4];
+            double od[U][RA];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const bool here = c0 + u < nc;
+                const size_t slot =
+                    here ? (size_t)__ldg(a.chain_child + g.child_begin + c0 + u) : 0;
+#pragma unroll
+                for (int h = 0; h < RA; h++) {
+                    const size_t at = slot * a.chunk + rr[h0 + h];
+#pragma unroll
+                    for (int q = 0; q < NQ; q++) {
+                        if (here)
+                            warp_load4<V4, true>(a.rel + at * K, k0 + 4 * q, K, v[u][h][q]);
+                        else
+#pragma unroll
+                            for (int i = 0; i < 4; i++) v[u][h][q][i] = 0.0f;
+                    }
+                    od[u][h] = here ? __ldcg(a.off + at) : 0.0;
                 }
             }
 #pragma unroll
@@ -435,10 +436,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
     int gi = __ldg(a.chain_groups + cb);
     const pc_gpu_group g = a.groups[gi]; /* the bottom's children */
     if (warp_smem_w<KP>() && gi != a.G - 1) warp_stage_w<KP>(a.wf + (size_t)gi * KP * KP, ws);
-    if (active) {
-        warp_stage_rows<KP>(a, wr, lane);
-        warp_wait(a, g, t, lane);
-    }
+    if (active) warp_stage_rows<KP>(a, wr, lane); /* warp_bottom waits for the children */
     double o[2] = {0.0, 0.0}; /* the rows' offsets: msg = o + log(ed exp(w)^T) */
 
     for (int m = cb, vi0 = 0; m < ce; m++) {
@@ -459,7 +457,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
         /* 1.-3. The product's operand ed (FP64, max 1 or in [1, 2) per row) and o. */
         double ed[2][KP / 4];
         if (m == cb) {
-            warp_bottom<KP, V4>(a, g, wr, rr, ok, g8, k0, lane, active, ed, o);
+            warp_bottom<KP, V4>(a, g, t, wr, rr, ok, g8, k0, lane, active, ed, o);
             if (active && !top) warp_window<KP>(a, wr, wr.nb, wr.nv - wr.nb, wr.nv, lane);
         } else {
             warp_link<KP>(a, wr, vi0, vi1, g8, k0, active, carry, ed, o);
