@@ -364,7 +364,7 @@ static __global__ void __launch_bounds__(TILE_THREADS)
         tile_unit<TW, JW, NJ>(a, plan, gi, b0 + sub * TW, codes + sub * TW * V, es, orow);
         __threadfence_block();
         __syncwarp();
-        if ((threadIdx.x & 31) == 0) ready[u] = 1;
+        if ((threadIdx.x & 31) == 0) plan.ready[u] = 1; /* a volatile store, as the polls read */
     }
 }
 
