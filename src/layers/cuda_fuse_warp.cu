@@ -26,9 +26,10 @@
  * pixel code, row), one group and variable after another, on the tree's critical path. An
  * item looks up its chain's rows in one round of loads before it waits for its children
  * (warp_stage_rows, windows of 32 variables), so a group's inputs cost one round of loads
- * after the wait, together with its children's messages (K = 16, batch 4096: 0.321 -> 0.250
- * ms with the acquire/release counters and 5 blocks per SM; K = 32 1.09x; per-phase traces
- * in the results, files 61-62).
+ * instead of three dependent ones per variable (K = 16, batch 4096: 0.321 -> 0.250 ms with
+ * the acquire/release counters and 5 blocks per SM; K = 32 1.09x; per-phase traces in the
+ * results, files 61-62). The bottom then sums its inputs before the wait too, and its
+ * children's messages after it (K = 16 1.07-1.16x).
  *
  * The product out[b, j] = sum_k e[b, k] exp(w[j, k]) runs as mma.m8n8k4.f64: FP64 products
  * and sums of the FP64 operands, so it is exact to far below FP32 (only e at a chain's bottom,

@@ -101,8 +101,10 @@ static pc_status order_chains(const pc_circuit *c, pc_gpu_chains *ch) {
     for (int32_t i = 0; i < n; i++) {
         const int32_t b = ch->groups[ch->begin[i]];
         key[i].index = i, key[i].start = 0;
-        for (int32_t k = c->child_start[b]; k < c->child_start[b + 1]; k++)
-            if (finish[ch->child_chain[k]] > key[i].start) key[i].start = finish[ch->child_chain[k]];
+        for (int32_t k = c->child_start[b]; k < c->child_start[b + 1]; k++) {
+            const int32_t f = finish[ch->child_chain[k]];
+            if (f > key[i].start) key[i].start = f;
+        }
         finish[i] = key[i].start + ch->begin[i + 1] - ch->begin[i];
         for (int32_t m = ch->begin[i]; m < ch->begin[i + 1]; m++) chain_of[ch->groups[m]] = i;
     }

@@ -78,7 +78,9 @@ pc_status pc_gpu_tile_schedule(const pc_circuit *circuit, const pc_gpu_group *gr
  * queue in chain order never hands out an item before the items it waits on. Chains come in
  * the order in which they could start if every group took one step (a chain starts when the
  * chains it reads have finished), so that an item seldom waits long for its children while
- * the chains it waits on run. */
+ * the chains it waits on run; chains that could start at the same step come by their longest
+ * path of costs to the root, as the tile schedule counts them (MNIST's 101-variable group,
+ * at the bottom of the deepest path, first among the leaves). */
 typedef struct pc_gpu_chains {
     int32_t num_chains;
     int32_t *begin;       /* [num_chains + 1] ranges of `groups` */
