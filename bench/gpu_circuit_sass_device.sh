@@ -3,7 +3,7 @@
 # instruction: builds the library and the circuit benchmark, then for each "K:BATCH" point
 # given profiles the third launch of KERNEL_REGEX with Nsight Compute (warp states, scheduler,
 # source counters) and breaks the executed SASS down by opcode and basic block
-# (bench/ncu_sass_agg.py), with each block's share of the stall samples.
+# (bench/ncu_sass_agg.py), with each block's share of the stall samples, and the stall reasons.
 #   usage: OUT=DIR bench/gpu_circuit_sass_device.sh KERNEL_REGEX K:BATCH [K:BATCH ...]
 # Writes DIR/sass_K_BATCH.txt per point and DIR/build.log. Run from the repository root.
 set -u
@@ -30,6 +30,7 @@ for point in "$@"; do
         --acc-k 0 --stream-copies 1 > /dev/null 2>&1
     ncu -i "$rep.ncu-rep" --print-summary none > "$f" 2>&1
     ncu -i "$rep.ncu-rep" --page source --csv --print-source sass > "$rep.csv" 2>>"$f"
-    python3 bench/ncu_sass_agg.py "$rep.csv" 30 >> "$f" 2>&1
+    ncu -i "$rep.ncu-rep" --page raw --csv > "$rep.raw.csv" 2>>"$f"
+    python3 bench/ncu_sass_agg.py "$rep.csv" 30 "$rep.raw.csv" >> "$f" 2>&1
     echo "==== $point"; grep -E "Duration|Issued Warp|Warp Cycles Per Issued|Registers Per" "$f"
 done
