@@ -27,7 +27,9 @@ since() { echo "$(( $(date +%s) - T0 )) s"; }
     nvcc --version | tail -1
     grep -m1 "model name" /proc/cpuinfo
     grep -m1 "^flags" /proc/cpuinfo | cut -c1-400
-    echo "cores: $(nproc); commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    # The copy of the tree this runs on may carry a stale git view: name the sources by content
+    # (the same command on a checkout of the commit gives the same hash).
+    echo "cores: $(nproc); sources: $(sh bench/source_hash.sh)"
 } | tee -a "$summary"
 
 # ---- build (fresh folder: cached configure results of an earlier run may be stale) ----------
