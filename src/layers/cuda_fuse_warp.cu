@@ -495,7 +495,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
              *    log to the chain's slot with off = o. */
             float *out[2] = {a.rel + ((size_t)c * a.chunk + r[0]) * K,
                              a.rel + ((size_t)c * a.chunk + r[1]) * K};
-#pragma unroll(KP == 64 ? (NP == 1 ? 2 : 1) : NT / NP)
+#pragma unroll(KP == 64 ? 1 : NT / NP)
             for (int n0 = 0; n0 < NT; n0 += NP) {
                 double acc[NP][2][2];
 #pragma unroll

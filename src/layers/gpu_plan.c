@@ -65,6 +65,10 @@ int32_t pc_gpu_split_layers(const pc_circuit *c, int64_t wide_items, int64_t nar
     return split;
 }
 
+/* A group's cost in the schedules' model: 1 + PC_GPU_TILE_SOURCE_COST per source (a child's
+ * message or an input row). */
+static double group_cost(int32_t sources) { return 1.0 + PC_GPU_TILE_SOURCE_COST * sources; }
+
 /* Sort keys of the chains: start step ascending, then the longest path of costs up to the
  * root descending (the chain that holds up the most goes first), then the bottom's order. */
 typedef struct chain_key {
@@ -113,8 +117,8 @@ static pc_status order_chains(const pc_circuit *c, pc_gpu_chains *ch) {
         double cost = 0.0;
         for (int32_t m = ch->begin[i]; m < ch->begin[i + 1]; m++) {
             const int32_t g = ch->groups[m];
-            cost += 1.0 + PC_GPU_TILE_SOURCE_COST * (c->child_start[g + 1] - c->child_start[g] +
-                                                     c->var_start[g + 1] - c->var_start[g]);
+            cost += group_cost(c->child_start[g + 1] - c->child_start[g] + c->var_start[g + 1] -
+                               c->var_start[g]);
         }
         key[i].prio = cost + (p >= 0 ? key[chain_of[p]].prio : 0.0);
     }
@@ -233,8 +237,7 @@ pc_status pc_gpu_tile_schedule(const pc_circuit *c, const pc_gpu_group *groups,
      * prio: the longest path of costs from the unit up to the root. */
     for (int32_t g = 0; g < G; g++) {
         const pc_gpu_group *h = &groups[g];
-        cost[g] = 1.0 + PC_GPU_TILE_SOURCE_COST *
-                            (h->child_end - h->child_begin + h->var_end - h->var_begin);
+        cost[g] = group_cost(h->child_end - h->child_begin + h->var_end - h->var_begin);
         if (h->wait >= 0) wstart[h->wait + 1]++;
     }
     for (int32_t g = 0; g < G; g++) wstart[g + 1] += wstart[g];
