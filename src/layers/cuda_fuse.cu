@@ -306,12 +306,20 @@ static __device__ void fuse_item(const pc_gpu_args &a, int gi, const pc_gpu_grou
     }
 }
 
-/* Thread f < runs waits until group q has finished all K outputs of counter run f0 + f. */
+/* Thread f < runs waits until group q has finished all K outputs of counter run f0 + f:
+ * relaxed polls, then one acquire load, which the block's barrier after the waits extends to
+ * every thread (in place of a fence by each of them). */
 static __device__ __forceinline__ void fuse_wait_runs(const pc_gpu_args &a, int q, int f0,
                                                       int runs) {
     if ((int)threadIdx.x < runs) {
-        const volatile int32_t *d = a.done + (size_t)q * a.tiles + f0 + threadIdx.x;
-        while (*d < a.K) __nanosleep(32);
+        const int32_t *d = a.done + (size_t)q * a.tiles + f0 + threadIdx.x;
+        int seen;
+        for (;;) {
+            asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(seen) : "l"(d) : "memory");
+            if (seen >= a.K) break;
+            __nanosleep(32);
+        }
+        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(seen) : "l"(d) : "memory");
     }
 }
 
@@ -333,13 +341,16 @@ static __device__ __forceinline__ void fuse_run(const pc_gpu_args &a, int item, 
     for (int i = g.child_begin; i < g.child_end; i++)
         fuse_wait_runs(a, __ldg(a.children + i), f0, runs);
     if (g.wait >= 0) fuse_wait_runs(a, g.wait, f0, runs);
-    __threadfence();
     __syncthreads();
     fuse_item<S, QUADS>(a, gi, g, t, jt, smem);
-    __threadfence();
+    /* Publish: the barrier orders every thread's stores before the counting threads'
+     * releases (no fence by each thread). */
     __syncthreads();
     if (g.slot >= 0 && (int)threadIdx.x < runs)
-        atomicAdd(a.done + (size_t)gi * a.tiles + f0 + threadIdx.x, min(S::BN, a.K - jt * S::BN));
+        asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(
+                         a.done + (size_t)gi * a.tiles + f0 + threadIdx.x),
+                     "r"(min(S::BN, a.K - jt * S::BN))
+                     : "memory");
 }
 
 /* The persistent loop: items from the queue until none is left. */
