@@ -486,6 +486,23 @@ static __device__ void pc_gpu_root_out(const pc_gpu_args &a, int64_t b0, int bm,
     }
 }
 
+/* Waits until the counter at d reaches need: relaxed polls from L2, NS ns apart, then one
+ * acquire load, so that what the counter's release published is visible to this thread (and,
+ * after a barrier, to its block). One acquire rather than acquire polls: at GPU scope an
+ * acquire invalidates the SM's whole L1 (CCTL.IVALL), every warp's cached lines with it.
+ * need by reference: a kernel argument is read where it lives, as in the loop written out. */
+template <unsigned NS>
+static __device__ __forceinline__ void pc_gpu_acquire_count(const int32_t *d,
+                                                            const int &need) {
+    int seen;
+    for (;;) {
+        asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(seen) : "l"(d) : "memory");
+        if (seen >= need) break;
+        __nanosleep(NS);
+    }
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(seen) : "l"(d) : "memory");
+}
+
 /* Persistent scheduling: thread 0 waits until every child of g (and g's slot predecessor's
  * reader) has finished tile t, then makes their writes visible to this block. */
 static __device__ void pc_gpu_wait(const pc_gpu_args &a, const pc_gpu_group &g, int t,

@@ -84,20 +84,11 @@ static __device__ __forceinline__ void warp_load4(const float *p, int k, int K, 
  * their own, so no chain waits on the reader of a slot's previous message.) */
 static __device__ __forceinline__ void warp_wait(const pc_gpu_args &a, const pc_gpu_group &g,
                                                  int t, int lane) {
-    for (int i = g.child_begin + lane; i < g.child_end; i += 32) {
-        const int32_t *d = a.done + (size_t)__ldg(a.chain_child + i) * a.tiles + t;
-        int seen;
-        for (;;) { /* relaxed polls, from L2 */
-            asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(seen) : "l"(d) : "memory");
-            if (seen >= a.K) break;
-            __nanosleep(100);
-        }
-        /* then one acquire load (no fence: 1-3 % over one). At GPU scope an acquire
-         * invalidates the SM's whole L1 (CCTL.IVALL), the other warps' cached input rows
-         * with it: acquire polls did that on every poll (K = 16-64, batches 1,024-4,096:
-         * 1.00-1.02x with relaxed polls and the one acquire). */
-        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(seen) : "l"(d) : "memory");
-    }
+    /* An acquire, no fence (1-3 % over one); relaxed polls before it rather than acquire
+     * polls, which dropped the SM's L1 on every poll (K = 16-64, batches 1,024-4,096:
+     * 1.00-1.02x). */
+    for (int i = g.child_begin + lane; i < g.child_end; i += 32)
+        pc_gpu_acquire_count<100>(a.done + (size_t)__ldg(a.chain_child + i) * a.tiles + t, a.K);
     __syncwarp();
 }
 
