@@ -147,7 +147,27 @@ static int32_t check_chains(const pc_circuit *c, int32_t max_len) {
                         (prio[i - 1] == prio[i] && ch.groups[ch.begin[i - 1]] < b));
         last_start = start;
     }
-    free(finish), free(prio), free(chain_of);
+    /* The second queue order: every chain once, by prio descending, then in chain order, so
+     * a chain's children (higher prio) come before it. */
+    int32_t *pos = malloc(sizeof(int32_t) * (size_t)n);
+    assert_non_null(pos);
+    for (int32_t i = 0; i < n; i++) pos[i] = -1;
+    for (int32_t r = 0; r < n; r++) {
+        const int32_t i = ch.by_path[r];
+        assert_true(i >= 0 && i < n);
+        assert_int_equal(pos[i], -1);
+        pos[i] = r;
+        if (r > 0) {
+            const int32_t h = ch.by_path[r - 1];
+            assert_true(prio[h] > prio[i] || (prio[h] == prio[i] && h < i));
+        }
+    }
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t b = ch.groups[ch.begin[i]];
+        for (int32_t k = c->child_start[b]; k < c->child_start[b + 1]; k++)
+            assert_true(pos[ch.child_chain[k]] < pos[i]);
+    }
+    free(pos), free(finish), free(prio), free(chain_of);
     pc_gpu_chains_free(&ch);
     return n;
 }

@@ -277,7 +277,7 @@ void pc_gpu_fill_args(const pc_gpu_state *s, int64_t n, int buf, int has_missing
     a->wq = s->d_wq, a->table = s->d_table, a->root_logw = s->d_root_logw;
     a->chain_begin = s->d_chain_begin, a->chain_groups = s->d_chain_groups;
     a->chain_child = s->d_chain_child, a->chain_vb = s->d_chain_vb;
-    a->chain_vars = s->d_chain_vars;
+    a->chain_vars = s->d_chain_vars, a->chain_queue = s->d_chain_queue;
     a->in_lin = s->d_in_lin, a->in_max = s->d_in_max, a->root_wexp = s->d_root_wexp;
     a->x = s->d_x[buf], a->missing = has_missing ? s->d_missing[buf] : NULL;
     a->off = s->d_off, a->rel = s->d_rel, a->logp = s->d_logp[buf];

@@ -74,6 +74,7 @@ typedef struct pc_gpu_args {
     const int32_t *chain_vb;     /* [G + 1] chain_groups[m]'s variables: chain_vars[vb[m] ..
                                     vb[m + 1]), so a chain's are contiguous */
     const int32_t *chain_vars;   /* [V] the variables in chain order */
+    const int32_t *chain_queue;  /* [chains] the chains in the order the queue hands them out */
     const float *in_lin;         /* [V][C + 1][KP] exp(input - in_max), 0 past K (fuse warp) */
     const double *in_max;        /* [V][C + 1] max_k input[v][c][k] (fuse warp) */
     const double *root_wexp;     /* [KP] exp(root_logw), 0 past K (fuse warp) */
@@ -146,6 +147,7 @@ struct pc_gpu_state {
     int32_t *d_vars, *d_children, *d_child_slot;
     int32_t *d_chain_begin, *d_chain_groups, *d_chain_child; /* fuse warp */
     int32_t *d_chain_vb, *d_chain_vars;                      /* fuse warp */
+    int32_t *d_chain_queue; /* fuse warp: [2][chains], the queue orders (plan order, by path) */
     float *d_in_lin;                                        /* fuse warp */
     double *d_in_max, *d_root_wexp;                         /* fuse warp */
     float *d_input, *d_wexp, *d_wf, *d_wt;

@@ -587,7 +587,8 @@ static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 3 : 5)
         if (threadIdx.x == 0) next = atomicAdd(a.queue, 1);
         const int t = (item % gangs) * W + warp;
         if (warp_smem_w<KP>() || t < a.tiles)
-            warp_chain<KP, V4>(a, item / gangs, t, lane, t < a.tiles, ws, carry, srow);
+            warp_chain<KP, V4>(a, __ldg(a.chain_queue + item / gangs), t, lane, t < a.tiles, ws,
+                               carry, srow);
         if (threadIdx.x == 0) s_item[it] = next;
         __syncthreads();
         item = s_item[it];
@@ -643,15 +644,18 @@ static pc_status warp_configure(pc_gpu_state *s) {
 }
 
 /* The chains (s->chains, planned with the slots) into s->d_chain_*, with their variables in
- * chain order (chain_vb, chain_vars), so that an item finds all of its chain's in one range. */
+ * chain order (chain_vb, chain_vars), so that an item finds all of its chain's in one range,
+ * and the two queue orders (warp_queue_by_path picks one): the plan's, then by path. */
 static pc_status warp_upload_chains(pc_gpu_state *s) {
     pc_status st = PC_OK;
     const pc_gpu_chains *ch = &s->chains;
     const pc_circuit *c = s->circuit;
     const size_t nb = sizeof(int32_t) * ((size_t)ch->num_chains + 1);
+    const size_t nq = sizeof(int32_t) * 2 * (size_t)ch->num_chains;
     const size_t ng = sizeof(int32_t) * (size_t)s->G, nv = sizeof(int32_t) * (size_t)s->V;
     int32_t *vb = (int32_t *)malloc(ng + sizeof(int32_t)), *vars = (int32_t *)malloc(nv);
-    if (!vb || !vars) {
+    int32_t *queue = (int32_t *)malloc(nq);
+    if (!vb || !vars || !queue) {
         st = pc_fail(PC_ERR_NOMEM, "GPU upload: out of host memory for the chains' variables");
         goto fail;
     }
@@ -661,12 +665,15 @@ static pc_status warp_upload_chains(pc_gpu_state *s) {
         memcpy(vars + vb[m], c->group_vars + c->var_start[g], sizeof(int32_t) * (size_t)n);
         vb[m + 1] = vb[m] + n;
     }
+    for (int32_t i = 0; i < ch->num_chains; i++)
+        queue[i] = i, queue[ch->num_chains + i] = ch->by_path[i];
     if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_begin, nb, "chains"))) goto fail;
     if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_groups, ng, "chain groups"))) goto fail;
     if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_child, ng, "chain children"))) goto fail;
     if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_vb, ng + sizeof(int32_t), "chain variables")))
         goto fail;
     if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_vars, nv, "chain variables"))) goto fail;
+    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_queue, nq, "chain queue orders"))) goto fail;
     PC_GPU_CHECK(cudaMemcpy(s->d_chain_begin, ch->begin, nb, cudaMemcpyHostToDevice));
     PC_GPU_CHECK(cudaMemcpy(s->d_chain_groups, ch->groups, ng, cudaMemcpyHostToDevice));
     if (s->G > 1)
@@ -674,14 +681,15 @@ static pc_status warp_upload_chains(pc_gpu_state *s) {
                                 cudaMemcpyHostToDevice));
     PC_GPU_CHECK(cudaMemcpy(s->d_chain_vb, vb, ng + sizeof(int32_t), cudaMemcpyHostToDevice));
     PC_GPU_CHECK(cudaMemcpy(s->d_chain_vars, vars, nv, cudaMemcpyHostToDevice));
+    PC_GPU_CHECK(cudaMemcpy(s->d_chain_queue, queue, nq, cudaMemcpyHostToDevice));
 fail:
-    free(vb), free(vars);
+    free(vb), free(vars), free(queue);
     return st;
 }
 
 static size_t warp_chain_bytes(const pc_gpu_state *s) {
     return sizeof(int32_t) *
-           ((size_t)s->chains.num_chains + 1 + 3 * (size_t)s->G + 1 + (size_t)s->V);
+           (3 * (size_t)s->chains.num_chains + 1 + 3 * (size_t)s->G + 1 + (size_t)s->V);
 }
 
 /* The inputs in the linear form of warp_link (rows [V][C + 1], row C the marginal; KP floats
@@ -766,9 +774,25 @@ extern "C" void pc_gpu_fuse_warp_release(pc_gpu_state *s) {
     pc_gpu_release(s, s->d_chain_child, sizeof(int32_t) * (size_t)s->G);
     pc_gpu_release(s, s->d_chain_vb, sizeof(int32_t) * ((size_t)s->G + 1));
     pc_gpu_release(s, s->d_chain_vars, sizeof(int32_t) * (size_t)s->V);
+    pc_gpu_release(s, s->d_chain_queue, sizeof(int32_t) * 2 * (size_t)s->chains.num_chains);
     s->d_wf = s->d_in_lin = NULL, s->d_in_max = s->d_root_wexp = NULL;
     s->d_chain_begin = s->d_chain_groups = s->d_chain_child = NULL;
-    s->d_chain_vb = s->d_chain_vars = NULL;
+    s->d_chain_vb = s->d_chain_vars = s->d_chain_queue = NULL;
+}
+
+/* Which order the queue hands the chains out in: the plan's (by the step each can start at)
+ * while the gangs fill the resident blocks fewer than WARP_PATH_WAVES times, where the tree's
+ * critical path sets the time; by path (highest level first) above, where keeping every block
+ * busy does. Measured on the H200 (MNIST tree, 229 chains, 5 blocks per SM at K <= 32, 3 at
+ * K = 64; results file 82), by path against the plan's order:
+ *   11 waves (batch 2,048 at K <= 32)     0.87-0.88x
+ *   16.7 waves (3,072 at K <= 32)         0.96-0.97x
+ *   18.5 waves (2,048 at K = 64)          1.02x
+ *   22-37 waves (4,096; 3,072 at K = 64)  1.05-1.09x
+ *   33-148 waves (6,144 to 16,384)        1.00-1.08x */
+#define WARP_PATH_WAVES 18
+static bool warp_queue_by_path(int64_t gangs, int grid) {
+    return gangs >= (int64_t)WARP_PATH_WAVES * grid;
 }
 
 extern "C" pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args *a,
@@ -782,8 +806,11 @@ extern "C" pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args
                        "than the queue counts (2^31 - 1)", s->chains.num_chains,
                        (long long)total, a->n);
     const int grid = total < s->grid_warp ? (int)total : s->grid_warp;
+    pc_gpu_args b = *a;
+    b.chain_queue =
+        s->d_chain_queue + (warp_queue_by_path(total, grid) ? s->chains.num_chains : 0);
     if ((st = pc_gpu_reset_counters(a, stream))) return st;
-    warp_pick(s->K)<<<grid, WARP_BLOCK, warp_smem(s->K), stream>>>(*a, (int)total);
+    warp_pick(s->K)<<<grid, WARP_BLOCK, warp_smem(s->K), stream>>>(b, (int)total);
     PC_GPU_CHECK(cudaGetLastError());
 fail:
     return st;

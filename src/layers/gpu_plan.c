@@ -89,29 +89,13 @@ static int chain_key_cmp(const void *pa, const void *pb) {
  * to the root (a group costs 1 + PC_GPU_TILE_SOURCE_COST x its sources: the MNIST tree's
  * 101-variable group, at the bottom of its deepest path, goes first among the leaves), then
  * keep the bottoms' order. A chain's children finish, so start, earlier: they stay ahead. */
-static pc_status order_chains(const pc_circuit *c, pc_gpu_chains *ch) {
-    const int32_t n = ch->num_chains, G = c->num_groups;
-    int32_t *finish = malloc(sizeof(int32_t) * (size_t)n);
-    int32_t *chain_of = malloc(sizeof(int32_t) * (size_t)G);
-    int32_t *rank = malloc(sizeof(int32_t) * (size_t)n);
-    int32_t *begin = malloc(sizeof(int32_t) * (size_t)(n + 1));
-    int32_t *groups = malloc(sizeof(int32_t) * (size_t)G);
-    chain_key *key = malloc(sizeof(chain_key) * (size_t)n);
-    pc_status st = PC_OK;
-    if (!finish || !chain_of || !rank || !begin || !groups || !key) {
-        st = pc_fail(PC_ERR_NOMEM, "GPU chain plan for %d groups: out of host memory", G);
-        goto done;
-    }
-    for (int32_t i = 0; i < n; i++) {
-        const int32_t b = ch->groups[ch->begin[i]];
-        key[i].index = i, key[i].start = 0;
-        for (int32_t k = c->child_start[b]; k < c->child_start[b + 1]; k++) {
-            const int32_t f = finish[ch->child_chain[k]];
-            if (f > key[i].start) key[i].start = f;
-        }
-        finish[i] = key[i].start + ch->begin[i + 1] - ch->begin[i];
+/* prio[i] = the longest path of costs from chain i up to the root, its own cost included,
+ * for chains listed with every parent after its children; chain_of [G] is scratch. */
+static void chain_paths(const pc_circuit *c, const pc_gpu_chains *ch, int32_t *chain_of,
+                        double *prio) {
+    const int32_t n = ch->num_chains;
+    for (int32_t i = 0; i < n; i++)
         for (int32_t m = ch->begin[i]; m < ch->begin[i + 1]; m++) chain_of[ch->groups[m]] = i;
-    }
     for (int32_t i = n - 1; i >= 0; i--) { /* a parent chain's bottom comes later */
         const int32_t top = ch->groups[ch->begin[i + 1] - 1], p = c->group_parent[top];
         double cost = 0.0;
@@ -120,7 +104,33 @@ static pc_status order_chains(const pc_circuit *c, pc_gpu_chains *ch) {
             cost += group_cost(c->child_start[g + 1] - c->child_start[g] + c->var_start[g + 1] -
                                c->var_start[g]);
         }
-        key[i].prio = cost + (p >= 0 ? key[chain_of[p]].prio : 0.0);
+        prio[i] = cost + (p >= 0 ? prio[chain_of[p]] : 0.0);
+    }
+}
+
+static pc_status order_chains(const pc_circuit *c, pc_gpu_chains *ch) {
+    const int32_t n = ch->num_chains, G = c->num_groups;
+    int32_t *finish = malloc(sizeof(int32_t) * (size_t)n);
+    int32_t *chain_of = malloc(sizeof(int32_t) * (size_t)G);
+    int32_t *rank = malloc(sizeof(int32_t) * (size_t)n);
+    int32_t *begin = malloc(sizeof(int32_t) * (size_t)(n + 1));
+    int32_t *groups = malloc(sizeof(int32_t) * (size_t)G);
+    double *prio = malloc(sizeof(double) * (size_t)n);
+    chain_key *key = malloc(sizeof(chain_key) * (size_t)n);
+    pc_status st = PC_OK;
+    if (!finish || !chain_of || !rank || !begin || !groups || !prio || !key) {
+        st = pc_fail(PC_ERR_NOMEM, "GPU chain plan for %d groups: out of host memory", G);
+        goto done;
+    }
+    chain_paths(c, ch, chain_of, prio);
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t b = ch->groups[ch->begin[i]];
+        key[i].index = i, key[i].start = 0, key[i].prio = prio[i];
+        for (int32_t k = c->child_start[b]; k < c->child_start[b + 1]; k++) {
+            const int32_t f = finish[ch->child_chain[k]];
+            if (f > key[i].start) key[i].start = f;
+        }
+        finish[i] = key[i].start + ch->begin[i + 1] - ch->begin[i];
     }
     qsort(key, (size_t)n, sizeof(chain_key), chain_key_cmp);
     begin[0] = 0;
@@ -135,7 +145,30 @@ static pc_status order_chains(const pc_circuit *c, pc_gpu_chains *ch) {
     ch->begin = begin, ch->groups = groups;
     begin = groups = NULL;
 done:
-    free(finish), free(chain_of), free(rank), free(begin), free(groups), free(key);
+    free(finish), free(chain_of), free(rank), free(begin), free(groups), free(prio), free(key);
+    return st;
+}
+
+/* ch->by_path: the chains by their longest path of costs to the root, longest first, ties in
+ * chain order (highest level first, Hu's rule: optimal for tasks of one step on a tree). A
+ * chain's path is its parent's plus its own cost, so children stay ahead of their parents. */
+static pc_status queue_by_path(const pc_circuit *c, pc_gpu_chains *ch) {
+    const int32_t n = ch->num_chains;
+    int32_t *chain_of = malloc(sizeof(int32_t) * (size_t)c->num_groups);
+    double *prio = malloc(sizeof(double) * (size_t)n);
+    chain_key *key = malloc(sizeof(chain_key) * (size_t)n);
+    ch->by_path = malloc(sizeof(int32_t) * (size_t)n);
+    pc_status st = PC_OK;
+    if (!chain_of || !prio || !key || !ch->by_path) {
+        st = pc_fail(PC_ERR_NOMEM, "GPU chain queue for %d chains: out of host memory", n);
+        goto done;
+    }
+    chain_paths(c, ch, chain_of, prio);
+    for (int32_t i = 0; i < n; i++) key[i].index = i, key[i].start = 0, key[i].prio = prio[i];
+    qsort(key, (size_t)n, sizeof(chain_key), chain_key_cmp);
+    for (int32_t r = 0; r < n; r++) ch->by_path[r] = key[r].index;
+done:
+    free(chain_of), free(prio), free(key);
     return st;
 }
 
@@ -173,6 +206,7 @@ pc_status pc_gpu_chain_plan(const pc_circuit *c, int32_t max_len, pc_gpu_chains 
     for (int32_t i = 0; i < G - 1; i++) ch.child_chain[i] = chain_of[c->group_children[i]];
     free(chain_of);
     pc_status st = order_chains(c, &ch);
+    if (st == PC_OK) st = queue_by_path(c, &ch);
     if (st) {
         pc_gpu_chains_free(&ch);
         return st;
@@ -183,8 +217,8 @@ pc_status pc_gpu_chain_plan(const pc_circuit *c, int32_t max_len, pc_gpu_chains 
 
 void pc_gpu_chains_free(pc_gpu_chains *ch) {
     if (!ch) return;
-    free(ch->begin), free(ch->groups), free(ch->child_chain);
-    ch->begin = ch->groups = ch->child_chain = NULL;
+    free(ch->begin), free(ch->groups), free(ch->child_chain), free(ch->by_path);
+    ch->begin = ch->groups = ch->child_chain = ch->by_path = NULL;
     ch->num_chains = 0;
 }
 

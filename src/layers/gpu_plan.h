@@ -80,12 +80,17 @@ pc_status pc_gpu_tile_schedule(const pc_circuit *circuit, const pc_gpu_group *gr
  * chains it reads have finished), so that an item seldom waits long for its children while
  * the chains it waits on run; chains that could start at the same step come by their longest
  * path of costs to the root, as the tile schedule counts them (MNIST's 101-variable group,
- * at the bottom of the deepest path, first among the leaves). */
+ * at the bottom of the deepest path, first among the leaves). by_path is the other order a
+ * queue can take: highest level first, the chains on the deep paths that hold up the root
+ * before the shallow ones that fill in while those wait (the warp strategy takes it for large
+ * batches, cuda_fuse_warp.cu). */
 typedef struct pc_gpu_chains {
     int32_t num_chains;
     int32_t *begin;       /* [num_chains + 1] ranges of `groups` */
     int32_t *groups;      /* [G] each chain's groups, bottom (first evaluated) to top */
     int32_t *child_chain; /* [G - 1] the chain, so the slot, of each entry of group_children */
+    int32_t *by_path;     /* [num_chains] the chains by their longest path of costs to the root,
+                             longest first (ties in chain order): a second queue order */
 } pc_gpu_chains;
 
 /* Fills *chains (arrays allocated here; release with pc_gpu_chains_free), each chain at most
