@@ -83,12 +83,6 @@ static int chain_key_cmp(const void *pa, const void *pb) {
     return a->index < b->index ? -1 : a->index > b->index;
 }
 
-/* Reorders the chains (listed in the evaluation order of their bottoms) by the step at which
- * each can start if every group takes one step: start = the latest finish of the chains its
- * bottom reads, finish = start + length; ties go to the chain with the longest path of costs
- * to the root (a group costs 1 + PC_GPU_TILE_SOURCE_COST x its sources: the MNIST tree's
- * 101-variable group, at the bottom of its deepest path, goes first among the leaves), then
- * keep the bottoms' order. A chain's children finish, so start, earlier: they stay ahead. */
 /* prio[i] = the longest path of costs from chain i up to the root, its own cost included,
  * for chains listed with every parent after its children; chain_of [G] is scratch. */
 static void chain_paths(const pc_circuit *c, const pc_gpu_chains *ch, int32_t *chain_of,
@@ -108,6 +102,12 @@ static void chain_paths(const pc_circuit *c, const pc_gpu_chains *ch, int32_t *c
     }
 }
 
+/* Reorders the chains (listed in the evaluation order of their bottoms) by the step at which
+ * each can start if every group takes one step: start = the latest finish of the chains its
+ * bottom reads, finish = start + length; ties go to the chain with the longest path of costs
+ * to the root (a group costs 1 + PC_GPU_TILE_SOURCE_COST x its sources: the MNIST tree's
+ * 101-variable group, at the bottom of its deepest path, goes first among the leaves), then
+ * keep the bottoms' order. A chain's children finish, so start, earlier: they stay ahead. */
 static pc_status order_chains(const pc_circuit *c, pc_gpu_chains *ch) {
     const int32_t n = ch->num_chains, G = c->num_groups;
     int32_t *finish = malloc(sizeof(int32_t) * (size_t)n);
