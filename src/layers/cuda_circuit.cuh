@@ -505,19 +505,12 @@ static __device__ __forceinline__ void pc_gpu_acquire_count(const int32_t *d,
     asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(seen) : "l"(d) : "memory");
 }
 
-/* Persistent scheduling: thread 0 waits until every child of g (and g's slot predecessor's
- * reader) has finished tile t, then makes their writes visible to this block. */
-static __device__ void pc_gpu_wait(const pc_gpu_args &a, const pc_gpu_group &g, int t,
-                                   int need) {
-    for (int i = g.child_begin; i < g.child_end; i++) {
-        const volatile int32_t *d = a.done + (size_t)__ldg(a.children + i) * a.tiles + t;
-        while (*d < need) __nanosleep(64);
-    }
-    if (g.wait >= 0) {
-        const volatile int32_t *d = a.done + (size_t)g.wait * a.tiles + t;
-        while (*d < need) __nanosleep(64);
-    }
-    __threadfence();
+/* Adds v to the counter at d as a release, which pc_gpu_acquire_count's acquire pairs with:
+ * the stores this thread made before it, and those of the threads a barrier or __syncwarp
+ * just ordered before it, are visible to whoever sees the new count. No fence by every
+ * thread. */
+static __device__ __forceinline__ void pc_gpu_release_add(int32_t *d, int v) {
+    asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(d), "r"(v) : "memory");
 }
 
 #endif /* __CUDACC__ */

@@ -339,10 +339,8 @@ static __device__ __forceinline__ void fuse_run(const pc_gpu_args &a, int item, 
      * releases (no fence by each thread). */
     __syncthreads();
     if (g.slot >= 0 && (int)threadIdx.x < runs)
-        asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(
-                         a.done + (size_t)gi * a.tiles + f0 + threadIdx.x),
-                     "r"(min(S::BN, a.K - jt * S::BN))
-                     : "memory");
+        pc_gpu_release_add(a.done + (size_t)gi * a.tiles + f0 + threadIdx.x,
+                           min(S::BN, a.K - jt * S::BN));
 }
 
 /* The persistent loop: items from the queue until none is left. */

@@ -92,13 +92,6 @@ static __device__ __forceinline__ void warp_wait(const pc_gpu_args &a, const pc_
     __syncwarp();
 }
 
-/* Raises a chain's counter for a tile once the warp's stores are done, by one lane after a
- * __syncwarp (which orders the other lanes' stores before it): a release, which the readers'
- * acquire loads pair with. */
-static __device__ __forceinline__ void warp_publish(int32_t *done, int K) {
-    asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(done), "r"(K) : "memory");
-}
-
 /* Whether the gang takes its exp(w) from shared memory (K > 16: measured on the H200, K = 64,
  * batch 4096: 1.31 against 1.41 ms through L1; K = 32 1.01-1.03x) or straight from L1
  * (K <= 16, where the copy and its barrier cost more than they save: 0.97-0.99x). */
@@ -542,7 +535,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                     if (ok[h] && t4 == 0) a.off[(size_t)c * a.chunk + r[h]] = o[h];
                 /* Publish: every lane's stores, then one release of the counter. */
                 __syncwarp();
-                if (lane == 0) warp_publish(a.done + (size_t)c * a.tiles + t, K);
+                if (lane == 0) pc_gpu_release_add(a.done + (size_t)c * a.tiles + t, K);
             }
             __syncwarp(); /* carry written before the next group reads it */
         }

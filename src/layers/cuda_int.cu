@@ -54,6 +54,15 @@ static __device__ int32_t int_lse_column(const int32_t *wq, int K, int j, const 
     return val;
 }
 
+/* Thread 0 waits until every child of g, and the previous reader of g's slot, has finished
+ * tile t: an acquire each, which the block's barrier after it passes on to every thread. */
+static __device__ void int_wait(const pc_gpu_args &a, const pc_gpu_group &g, int t) {
+    const int one = 1;
+    for (int i = g.child_begin; i < g.child_end; i++)
+        pc_gpu_acquire_count<64>(a.done + (size_t)__ldg(a.children + i) * a.tiles + t, one);
+    if (g.wait >= 0) pc_gpu_acquire_count<64>(a.done + (size_t)g.wait * a.tiles + t, one);
+}
+
 static __global__ void __launch_bounds__(INT_THREADS) int_kernel(pc_gpu_args a, int bm) {
     extern __shared__ float4 smem4[];
     const int K = a.K, ld = pc_gpu_ld(bm);
@@ -72,7 +81,7 @@ static __global__ void __launch_bounds__(INT_THREADS) int_kernel(pc_gpu_args a, 
         const int t = item % a.tiles, gi = item / a.tiles;
         const pc_gpu_group g = a.groups[gi];
         const int64_t b0 = (int64_t)t * bm;
-        if (threadIdx.x == 0) pc_gpu_wait(a, g, t, 1);
+        if (threadIdx.x == 0) int_wait(a, g, t);
         __syncthreads();
         if (g.slot < 0) {
             pc_gpu_phase_a<0>(a, g, b0, bm, ld, true, false, es, m, o);
@@ -102,9 +111,9 @@ static __global__ void __launch_bounds__(INT_THREADS) int_kernel(pc_gpu_args a, 
                         m[bl] == -INFINITY ? -INFINITY : o[bl] + m[bl];
             }
         }
-        __threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0 && g.slot >= 0) atomicAdd(a.done + (size_t)gi * a.tiles + t, 1);
+        __syncthreads(); /* every thread's stores, then thread 0's release */
+        if (threadIdx.x == 0 && g.slot >= 0)
+            pc_gpu_release_add(a.done + (size_t)gi * a.tiles + t, 1);
     }
 }
 
