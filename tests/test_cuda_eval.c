@@ -171,8 +171,9 @@ static void test_shapes(void **state) {
         /* most latents shared: groups of many variables, some past what the warp strategy
          * multiplies in above a chain's bottom (PC_GPU_CHAIN_LINK_VARS) */
         {"K=16 shared, n=4100", 120, 4, 16, 0.85, 0, 0, 4100, 0.1},
-        /* enough 16-sample gangs per chain (about 115 chains) that the warp strategy's queue
-         * hands the chains out by path (from WARP_PATH_WAVES times its resident blocks) */
+        /* enough gangs (188 of 64 samples per chain, about 115 chains: some 33 times the
+         * H200's 660 resident blocks) that the warp strategy's queue hands the chains out by
+         * path (from WARP_PATH_WAVES times its resident blocks) */
         {"K=32 random, n=12000", 200, 4, 32, 0.3, 0, 0, 12000, 0.1},
         /* a root group of about 90 variables: more than a warp item stages (WARP_STAGE_VARS) */
         {"star V=100 K=16 shared, n=600", 100, 3, 16, 0.9, 0, 2, 600, 0.1},
