@@ -107,7 +107,10 @@ static void chain_paths(const pc_circuit *c, const pc_gpu_chains *ch, int32_t *c
  * bottom reads, finish = start + length; ties go to the chain with the longest path of costs
  * to the root (a group costs 1 + PC_GPU_TILE_SOURCE_COST x its sources: the MNIST tree's
  * 101-variable group, at the bottom of its deepest path, goes first among the leaves), then
- * keep the bottoms' order. A chain's children finish, so start, earlier: they stay ahead. */
+ * keep the bottoms' order. A chain's children finish, so start, earlier: they stay ahead.
+ * Also fills ch->by_path, the second queue order: the chains by that path alone, longest first,
+ * ties in the new chain order (highest level first, Hu's rule: optimal for tasks of one step on
+ * a tree). A chain's path is its parent's plus its own cost, so children stay ahead there too. */
 static pc_status order_chains(const pc_circuit *c, pc_gpu_chains *ch) {
     const int32_t n = ch->num_chains, G = c->num_groups;
     int32_t *finish = malloc(sizeof(int32_t) * (size_t)n);
@@ -117,8 +120,9 @@ static pc_status order_chains(const pc_circuit *c, pc_gpu_chains *ch) {
     int32_t *groups = malloc(sizeof(int32_t) * (size_t)G);
     double *prio = malloc(sizeof(double) * (size_t)n);
     chain_key *key = malloc(sizeof(chain_key) * (size_t)n);
+    ch->by_path = malloc(sizeof(int32_t) * (size_t)n);
     pc_status st = PC_OK;
-    if (!finish || !chain_of || !rank || !begin || !groups || !prio || !key) {
+    if (!finish || !chain_of || !rank || !begin || !groups || !prio || !key || !ch->by_path) {
         st = pc_fail(PC_ERR_NOMEM, "GPU chain plan for %d groups: out of host memory", G);
         goto done;
     }
@@ -141,34 +145,14 @@ static pc_status order_chains(const pc_circuit *c, pc_gpu_chains *ch) {
         begin[r + 1] = begin[r] + len;
     }
     for (int32_t k = 0; k < G - 1; k++) ch->child_chain[k] = rank[ch->child_chain[k]];
+    for (int32_t r = 0; r < n; r++) key[r].index = r, key[r].start = 0; /* prio alone */
+    qsort(key, (size_t)n, sizeof(chain_key), chain_key_cmp);
+    for (int32_t r = 0; r < n; r++) ch->by_path[r] = key[r].index;
     free(ch->begin), free(ch->groups);
     ch->begin = begin, ch->groups = groups;
     begin = groups = NULL;
 done:
     free(finish), free(chain_of), free(rank), free(begin), free(groups), free(prio), free(key);
-    return st;
-}
-
-/* ch->by_path: the chains by their longest path of costs to the root, longest first, ties in
- * chain order (highest level first, Hu's rule: optimal for tasks of one step on a tree). A
- * chain's path is its parent's plus its own cost, so children stay ahead of their parents. */
-static pc_status queue_by_path(const pc_circuit *c, pc_gpu_chains *ch) {
-    const int32_t n = ch->num_chains;
-    int32_t *chain_of = malloc(sizeof(int32_t) * (size_t)c->num_groups);
-    double *prio = malloc(sizeof(double) * (size_t)n);
-    chain_key *key = malloc(sizeof(chain_key) * (size_t)n);
-    ch->by_path = malloc(sizeof(int32_t) * (size_t)n);
-    pc_status st = PC_OK;
-    if (!chain_of || !prio || !key || !ch->by_path) {
-        st = pc_fail(PC_ERR_NOMEM, "GPU chain queue for %d chains: out of host memory", n);
-        goto done;
-    }
-    chain_paths(c, ch, chain_of, prio);
-    for (int32_t i = 0; i < n; i++) key[i].index = i, key[i].start = 0, key[i].prio = prio[i];
-    qsort(key, (size_t)n, sizeof(chain_key), chain_key_cmp);
-    for (int32_t r = 0; r < n; r++) ch->by_path[r] = key[r].index;
-done:
-    free(chain_of), free(prio), free(key);
     return st;
 }
 
@@ -206,7 +190,6 @@ pc_status pc_gpu_chain_plan(const pc_circuit *c, int32_t max_len, pc_gpu_chains 
     for (int32_t i = 0; i < G - 1; i++) ch.child_chain[i] = chain_of[c->group_children[i]];
     free(chain_of);
     pc_status st = order_chains(c, &ch);
-    if (st == PC_OK) st = queue_by_path(c, &ch);
     if (st) {
         pc_gpu_chains_free(&ch);
         return st;
