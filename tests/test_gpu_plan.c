@@ -172,49 +172,66 @@ static int32_t check_chains(const pc_circuit *c, int32_t max_len) {
     return n;
 }
 
-/* Checks the tile strategy's schedule of c for per_group slices and `warps` warps: every unit
- * dealt once, and the lists run to the end (some warp's next unit always finds its children
- * and the group it waits on, same slice, done: no deadlock). Returns the warp of unit
- * `probe`. */
-static int32_t check_schedule(const pc_circuit *c, int32_t per_group, int32_t warps,
-                              int32_t probe) {
-    const int32_t G = c->num_groups, units = G * per_group;
+/* Checks the tile strategy's schedule of c for per_group slices and `warps` warps, the slices
+ * of layers of at most max_slices slices split into `parts` parts: every (slice, part) dealt
+ * once, with the split flag of its layer, and the lists run to the end (some warp's next unit
+ * always finds its children's and its wait group's slices done, all their parts: no deadlock).
+ * Returns the warp of the unit of slice `probe` (part 0). */
+static int32_t check_schedule(const pc_circuit *c, int32_t per_group, int32_t parts,
+                              int32_t max_slices, int32_t warps, int32_t probe) {
+    const int32_t G = c->num_groups, slices = G * per_group;
     pc_gpu_group *g = calloc((size_t)G, sizeof *g);
-    int32_t *order = malloc(sizeof(int32_t) * (size_t)units);
+    uint8_t *split = calloc((size_t)G, 1);
+    int32_t *order = malloc(sizeof(int32_t) * (size_t)slices * (size_t)parts);
     int32_t *begin = malloc(sizeof(int32_t) * (size_t)(warps + 1));
-    char *seen = calloc((size_t)units, 1);
-    int32_t slots = 0, probe_warp = -1;
-    assert_true(g && order && begin && seen);
+    int32_t *dealt = calloc((size_t)slices, sizeof(int32_t)); /* bit p: part p seen */
+    int32_t slots = 0, probe_warp = -1, units = 0;
+    assert_true(g && split && order && begin && dealt);
     assert_int_equal(pc_gpu_plan(c, g, &slots), PC_OK);
-    assert_int_equal(pc_gpu_tile_schedule(c, g, per_group, warps, order, begin), PC_OK);
+    pc_gpu_tile_thin_layers(c, per_group, max_slices, split);
+    for (int32_t l = 0; l < c->num_layers; l++) {
+        const int32_t width = c->layer_start[l + 1] - c->layer_start[l];
+        for (int32_t gi = c->layer_start[l]; gi < c->layer_start[l + 1]; gi++)
+            assert_int_equal(split[gi], width * per_group <= max_slices);
+    }
+    for (int32_t gi = 0; gi < G; gi++) units += per_group * (split[gi] && parts > 1 ? parts : 1);
+    assert_int_equal(pc_gpu_tile_schedule(c, g, per_group, parts, split, warps, order, begin),
+                     PC_OK);
     assert_int_equal(begin[0], 0);
     assert_int_equal(begin[warps], units);
     for (int32_t w = 0; w < warps; w++) {
         assert_true(begin[w] <= begin[w + 1]);
         for (int32_t i = begin[w]; i < begin[w + 1]; i++) {
-            const int32_t u = order[i];
-            assert_true(u >= 0 && u < units);
-            assert_false(seen[u]);
-            seen[u] = 1;
-            if (u == probe) probe_warp = w;
+            const int32_t e = order[i], sl = PC_GPU_TILE_ENTRY_SLICE(e);
+            const int32_t p = PC_GPU_TILE_ENTRY_PART(e), gi = sl / per_group;
+            assert_true(sl >= 0 && sl < slices);
+            assert_int_equal(PC_GPU_TILE_ENTRY_SPLIT(e), split[gi] && parts > 1);
+            assert_true(p < (PC_GPU_TILE_ENTRY_SPLIT(e) ? parts : 1));
+            assert_false(dealt[sl] >> p & 1);
+            dealt[sl] |= 1 << p;
+            if (sl == probe && p == 0) probe_warp = w;
         }
     }
+    /* Run the lists: done[slice] counts its parts run. */
     int32_t *pos = calloc((size_t)warps, sizeof(int32_t)), left = units;
-    char *done = calloc((size_t)units, 1);
+    int32_t *done = calloc((size_t)slices, sizeof(int32_t));
     assert_true(pos && done);
+#define SLICE_DONE(q, sl) (done[(q) * per_group + (sl)] == (split[q] && parts > 1 ? parts : 1))
     while (left > 0) {
         int progress = 0;
         for (int32_t w = 0; w < warps; w++) {
             if (begin[w] + pos[w] == begin[w + 1]) continue;
-            const int32_t u = order[begin[w] + pos[w]], gi = u / per_group, sl = u % per_group;
-            int ok = g[gi].wait < 0 || done[g[gi].wait * per_group + sl];
+            const int32_t u = PC_GPU_TILE_ENTRY_SLICE(order[begin[w] + pos[w]]);
+            const int32_t gi = u / per_group, sl = u % per_group;
+            int ok = g[gi].wait < 0 || SLICE_DONE(g[gi].wait, sl);
             for (int32_t k = g[gi].child_begin; k < g[gi].child_end; k++)
-                ok = ok && done[c->group_children[k] * per_group + sl];
-            if (ok) done[u] = 1, pos[w]++, left--, progress = 1;
+                ok = ok && SLICE_DONE(c->group_children[k], sl);
+            if (ok) done[u]++, pos[w]++, left--, progress = 1;
         }
         assert_true(progress);
     }
-    free(g), free(order), free(begin), free(seen), free(pos), free(done);
+#undef SLICE_DONE
+    free(g), free(split), free(order), free(begin), free(dealt), free(pos), free(done);
     return probe_warp;
 }
 
@@ -228,7 +245,8 @@ static void test_random_circuits(void **state) {
         check_plan(c);
         check_chains(c, INT32_MAX);
         check_chains(c, (int32_t)pc_hr_int(1, 5));
-        check_schedule(c, (int32_t)pc_hr_int(1, 4), (int32_t)pc_hr_int(1, 20), -1);
+        check_schedule(c, (int32_t)pc_hr_int(1, 4), (int32_t)pc_hr_int(1, 8),
+                       (int32_t)pc_hr_int(0, 40), (int32_t)pc_hr_int(1, 20), -1);
         pc_circuit_free(c);
         pc_hclt_free(m);
     }
@@ -257,12 +275,13 @@ static void test_mnist_model(void **state) {
     for (int32_t g = 1; g < c->num_groups; g++)
         if (c->var_start[g + 1] - c->var_start[g] > c->var_start[big + 1] - c->var_start[big])
             big = g;
-    const int32_t w = check_schedule(c, 1, 16, big);
+    const int32_t w = check_schedule(c, 1, 1, 0, 16, big);
+    check_schedule(c, 1, 4, 8, 16, big); /* as the K = 32 kernel at batch 512 runs it */
     pc_gpu_group *gr = calloc((size_t)c->num_groups, sizeof *gr);
     int32_t *order = malloc(sizeof(int32_t) * (size_t)c->num_groups), begin[17];
     assert_true(gr && order);
     assert_int_equal(pc_gpu_plan(c, gr, &slots_again), PC_OK);
-    assert_int_equal(pc_gpu_tile_schedule(c, gr, 1, 16, order, begin), PC_OK);
+    assert_int_equal(pc_gpu_tile_schedule(c, gr, 1, 1, NULL, 16, order, begin), PC_OK);
     print_message("tile schedule: the warp of group %d (%d variables) runs %d of %d units\n", big,
                   c->var_start[big + 1] - c->var_start[big], begin[w + 1] - begin[w],
                   c->num_groups);
@@ -339,7 +358,11 @@ static void test_bad_arguments(void **state) {
     pc_gpu_chains ch = {0};
     assert_int_equal(pc_gpu_chain_plan(NULL, INT32_MAX, &ch), PC_ERR_ARG);
     int32_t order[1], begin[2];
-    assert_int_equal(pc_gpu_tile_schedule(NULL, NULL, 1, 1, order, begin), PC_ERR_ARG);
+    assert_int_equal(pc_gpu_tile_schedule(NULL, NULL, 1, 1, NULL, 1, order, begin), PC_ERR_ARG);
+    pc_circuit c = {0};
+    pc_gpu_group g = {0};
+    assert_int_equal(pc_gpu_tile_schedule(&c, &g, 1, PC_GPU_TILE_MAX_PARTS + 1, NULL, 1, order,
+                                          begin), PC_ERR_ARG);
 }
 
 int main(void) {

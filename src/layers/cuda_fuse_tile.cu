@@ -7,7 +7,10 @@
  * to the block's warps (pc_gpu_tile_schedule, gpu_plan.h: list scheduling on a cost model,
  * units on the longest path to the root first); a warp starts a unit once the units it reads
  * (its children's, and the previous reader of its message slot) have raised their flags in
- * shared memory, so warps never wait for unrelated groups of the same layer. (Units of whole
+ * shared memory, so warps never wait for unrelated groups of the same layer. In the thin layers
+ * at the top of a tree, where most of the block's warps would idle, a slice's samples run as
+ * parts of one sample per lane, side by side on several warps, so that each unit on the tree's
+ * path is shorter (K = 32 and 64 at batch 512: 1.06-1.09x, results file 92). (Units of whole
  * chains of groups, as in the warp strategy, with each message passed up the chain in
  * registers, were measured at batch 512: K = 16 1.03-1.06x faster, K = 32 0.81x; not kept.)
  * Per unit:
@@ -40,6 +43,11 @@
 #define TILE_MAX_T 32
 /* Shared memory the strategy may take per block (the rest of the SM's 228 KB stays L1). */
 #define TILE_SMEM_CAP (160 * 1024)
+/* Layers of at most this many slices (groups x T / TW) run each slice as parts of one sample
+ * per lane, side by side on otherwise idle warps (pc_gpu_tile_schedule). */
+#ifndef TILE_THIN_SLICES
+#define TILE_THIN_SLICES (TILE_WARPS / 2)
+#endif
 
 static __host__ __device__ constexpr size_t tile_round16(size_t b) {
     return (b + 15) & ~(size_t)15;
@@ -321,8 +329,12 @@ static __global__ void __launch_bounds__(TILE_THREADS)
     tile_kernel(pc_gpu_args a, int T, const int32_t *sched) {
     extern __shared__ float4 smem4[];
     char *base = reinterpret_cast<char *>(smem4);
+    /* A split slice's parts: TP samples each, one per sample lane (tile_parts: none where a
+     * lane holds fewer than 4 samples of the slice). */
+    constexpr int TP = 32 / JW, PARTS = TW / TP >= 4 ? TW / TP : 1;
     const int warp = threadIdx.x / 32, V = a.V, G = a.G, KM = JW * NJ;
-    const int per_group = T / TW, units = G * per_group;
+    const int per_group = T / TW, units = __ldg(sched + TILE_WARPS);
+    const int32_t *entries = sched + TILE_WARPS + 1;
     pc_gpu_group *groups = reinterpret_cast<pc_gpu_group *>(base);
     int32_t *vars =
         reinterpret_cast<int32_t *>(base + tile_round16((size_t)G * sizeof(pc_gpu_group)));
@@ -344,8 +356,15 @@ static __global__ void __launch_bounds__(TILE_THREADS)
         for (int i = threadIdx.x; i < V; i += TILE_THREADS) vars[i] = __ldg(a.vars + i);
         for (int i = threadIdx.x; i < G - 1; i += TILE_THREADS)
             child_slot[i] = __ldg(a.child_slot + i);
-        for (int i = threadIdx.x; i < units; i += TILE_THREADS) /* one arrival completes it */
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(ready + 8u * i) : "memory");
+        /* A slice's mbarrier completes when its unit, or each of its parts, has arrived. */
+        for (int i = threadIdx.x; i < units; i += TILE_THREADS) {
+            const int e = __ldg(entries + i);
+            if (PC_GPU_TILE_ENTRY_PART(e) == 0)
+                asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(
+                                 ready + 8u * PC_GPU_TILE_ENTRY_SLICE(e)),
+                             "r"(PC_GPU_TILE_ENTRY_SPLIT(e) ? PARTS : 1)
+                             : "memory");
+        }
     }
     for (int i = threadIdx.x; i < T * V; i += TILE_THREADS) {
         const int t = i / V, v = i - t * V;
@@ -361,16 +380,24 @@ static __global__ void __launch_bounds__(TILE_THREADS)
     const tile_plan plan = {groups, vars, child_slot, ready, per_group};
     /* The warp's units, as the host dealt them (pc_gpu_tile_schedule: sched = [warps + 1]
      * ranges, then the units): every unit comes after the units it waits on, in an order that
-     * all warps' lists follow, so the block cannot deadlock. */
+     * all warps' lists follow, so the block cannot deadlock. A unit waits for its children's
+     * slices and its wait group's, whole (every part). */
     const int end = __ldg(sched + warp + 1);
     for (int i = __ldg(sched + warp); i < end; i++) {
-        const int u = __ldg(sched + TILE_WARPS + 1 + i);
+        const int e = __ldg(entries + i), u = PC_GPU_TILE_ENTRY_SLICE(e);
         const int gi = u / per_group, sub = u % per_group;
         const pc_gpu_group g = groups[gi];
         for (int c = g.child_begin; c < g.child_end; c++)
             tile_wait(plan, __ldg(a.children + c), sub);
         if (g.wait >= 0) tile_wait(plan, g.wait, sub);
-        tile_unit<TW, JW, NJ>(a, plan, gi, b0 + sub * TW, codes + sub * TW * V, es, orow);
+        int t0 = sub * TW;
+        if constexpr (PARTS > 1)
+            if (PC_GPU_TILE_ENTRY_SPLIT(e)) {
+                t0 += PC_GPU_TILE_ENTRY_PART(e) * TP;
+                tile_unit<TP, JW, NJ>(a, plan, gi, b0 + t0, codes + t0 * V, es, orow);
+            }
+        if (PARTS == 1 || !PC_GPU_TILE_ENTRY_SPLIT(e))
+            tile_unit<TW, JW, NJ>(a, plan, gi, b0 + t0, codes + t0 * V, es, orow);
         __threadfence_block();
         __syncwarp();
         if ((threadIdx.x & 31) == 0) /* a release: the warp's stores come before it */
@@ -395,22 +422,31 @@ static int tile_samples(const pc_gpu_state *s, int64_t n) {
  * its fixed costs (plan lookups, the max, the exp(w) loads) over more outputs. */
 static int tile_tw(int K, int T) { return K > 16 ? 4 : T < 16 ? (T < 8 ? 4 : 8) : 16; }
 
-/* JW = smallest power of two >= K with SG = 32 / JW <= TW; K > 32 takes NJ = 2. */
+/* JW: the smallest power of two >= K, at least 4 and 32 / tw (SG = 32 / JW <= TW), at most
+ * 32 (K > 32 takes NJ = 2). */
+static int tile_jw(int K, int tw) {
+    int jw = 32 / tw < 4 ? 4 : 32 / tw;
+    while (jw < K && jw < 32) jw *= 2;
+    return jw;
+}
+
+/* Parts of a split slice: one sample per sample lane each (TP = SG = 32 / JW samples), so as
+ * many as a lane holds samples of the slice (TS), split only where that is at least 4: K =
+ * 16 at four samples per slice (two per lane) ran 0.98x split, and 1.04x at eight. */
+static int tile_parts(int K, int tw) {
+    const int ts = tw * tile_jw(K, tw) / 32;
+    return ts >= 4 ? ts : 1;
+}
+
 static tile_fn tile_pick(int K, int tw) {
-    if (tw == 16) {
-        if (K <= 4) return tile_kernel<16, 4, 1>;
-        if (K <= 8) return tile_kernel<16, 8, 1>;
-        return tile_kernel<16, 16, 1>;
-    }
-    if (tw == 8) {
-        if (K <= 4) return tile_kernel<8, 4, 1>;
-        if (K <= 8) return tile_kernel<8, 8, 1>;
-        return tile_kernel<8, 16, 1>;
-    }
-    if (K <= 8) return tile_kernel<4, 8, 1>;
-    if (K <= 16) return tile_kernel<4, 16, 1>;
-    if (K <= 32) return tile_kernel<4, 32, 1>;
-    return tile_kernel<4, 32, 2>;
+    const int jw = tile_jw(K, tw);
+    if (tw == 16) return jw == 4 ? tile_kernel<16, 4, 1> : jw == 8 ? tile_kernel<16, 8, 1>
+                                                                   : tile_kernel<16, 16, 1>;
+    if (tw == 8) return jw == 4 ? tile_kernel<8, 4, 1> : jw == 8 ? tile_kernel<8, 8, 1>
+                                                                 : tile_kernel<8, 16, 1>;
+    if (jw == 8) return tile_kernel<4, 8, 1>;
+    if (jw == 16) return tile_kernel<4, 16, 1>;
+    return K <= 32 ? tile_kernel<4, 32, 1> : tile_kernel<4, 32, 2>;
 }
 
 /* The most shared memory any launch for this circuit takes (its codes grow with T). */
@@ -471,10 +507,11 @@ fail:
 
 static_assert(4 << 3 == TILE_MAX_T, "one schedule per block size 4, 8, 16, 32 (tile_sched_at)");
 
-/* The schedules' int32s: per block size T, warps + 1 ranges and (T / tw) G units. */
+/* The schedules' int32s: per block size T, warps + 1 ranges and at most (T / tw) G parts
+ * units. */
 static size_t tile_sched_ints(const pc_gpu_state *s, int ti) {
-    const int T = 4 << ti;
-    return TILE_WARPS + 1 + (size_t)s->G * (T / tile_tw(s->K, T));
+    const int T = 4 << ti, tw = tile_tw(s->K, T);
+    return TILE_WARPS + 1 + (size_t)s->G * (T / tw) * tile_parts(s->K, tw);
 }
 
 static size_t tile_sched_bytes(const pc_gpu_state *s) {
@@ -483,20 +520,27 @@ static size_t tile_sched_bytes(const pc_gpu_state *s) {
     return n * sizeof(int32_t);
 }
 
-/* The warps' units per block size (gpu_plan.h), one array. */
+/* The warps' units per block size (gpu_plan.h), one array; the slices of layers that would
+ * keep at most TILE_THIN_SLICES of the block's warps busy split into parts. */
 static pc_status tile_upload_sched(pc_gpu_state *s) {
     pc_status st = PC_OK;
     const size_t bytes = tile_sched_bytes(s);
     int32_t *h = (int32_t *)malloc(bytes);
-    if (!h) return pc_fail(PC_ERR_NOMEM, "GPU upload: out of host memory for the tile schedules");
+    uint8_t *split = (uint8_t *)malloc((size_t)s->G);
+    if (!h || !split) {
+        free(h), free(split);
+        return pc_fail(PC_ERR_NOMEM, "GPU upload: out of host memory for the tile schedules");
+    }
     size_t at = 0;
     for (int ti = 0; 4 << ti <= TILE_MAX_T && st == PC_OK; ti++) {
-        const int T = 4 << ti;
+        const int T = 4 << ti, tw = tile_tw(s->K, T);
         s->tile_sched_at[ti] = at;
-        st = pc_gpu_tile_schedule(s->circuit, s->h_groups, T / tile_tw(s->K, T), TILE_WARPS,
-                                  h + at + TILE_WARPS + 1, h + at);
+        pc_gpu_tile_thin_layers(s->circuit, T / tw, TILE_THIN_SLICES, split);
+        st = pc_gpu_tile_schedule(s->circuit, s->h_groups, T / tw, tile_parts(s->K, tw), split,
+                                  TILE_WARPS, h + at + TILE_WARPS + 1, h + at);
         at += tile_sched_ints(s, ti);
     }
+    free(split);
     if (st == PC_OK) st = pc_gpu_alloc(s, (void **)&s->d_tile_sched, bytes, "tile schedules");
     if (st == PC_OK) PC_GPU_CHECK(cudaMemcpy(s->d_tile_sched, h, bytes, cudaMemcpyHostToDevice));
 fail:

@@ -232,51 +232,66 @@ static int32_t heap_pop(int32_t *h, int32_t *n, const double *key) {
 }
 
 pc_status pc_gpu_tile_schedule(const pc_circuit *c, const pc_gpu_group *groups,
-                               int32_t per_group, int32_t warps, int32_t *order, int32_t *begin) {
-    if (!c || !groups || !order || !begin || per_group < 1 || warps < 1)
-        return pc_fail(PC_ERR_ARG, "pc_gpu_tile_schedule: NULL argument, per_group or warps < 1");
-    const int32_t G = c->num_groups, units = G * per_group;
-    const size_t nu = (size_t)units, ng = (size_t)G;
-    double *cost = malloc(sizeof(double) * ng), *prio = malloc(sizeof(double) * nu);
-    /* ready: minus the time at which a unit's last dependency finishes */
-    double *ready = calloc(nu, sizeof(double)), *free_at = calloc((size_t)warps, sizeof(double));
-    int32_t *deps = malloc(sizeof(int32_t) * nu), *heap = malloc(sizeof(int32_t) * nu);
+                               int32_t per_group, int32_t parts, const uint8_t *split,
+                               int32_t warps, int32_t *order, int32_t *begin) {
+    if (!c || !groups || !order || !begin || per_group < 1 || warps < 1 || parts < 1 ||
+        parts > PC_GPU_TILE_MAX_PARTS)
+        return pc_fail(PC_ERR_ARG, "pc_gpu_tile_schedule: NULL argument, per_group or warps < 1, "
+                                   "or parts not in 1 .. %d", PC_GPU_TILE_MAX_PARTS);
+    const int32_t G = c->num_groups;
+    const size_t ng = (size_t)G, ns = ng * (size_t)per_group, nmax = ns * (size_t)parts;
+    /* Per group: its slices' parts, its first unit (ubase, G + 1), a part's cost and the longest
+     * path of costs from it to the root. Per slice: parts still to deal, and when the last dealt
+     * so far finishes. Per unit: its group, prio, ready (minus the time its last dependency
+     * finishes) and the dependencies (slices) still open. */
+    int32_t *nparts = malloc(sizeof(int32_t) * ng), *ubase = malloc(sizeof(int32_t) * (ng + 1));
+    double *cost = malloc(sizeof(double) * ng), *gprio = malloc(sizeof(double) * ng);
+    int32_t *left = malloc(sizeof(int32_t) * ns);
+    double *sdone = calloc(ns, sizeof(double)), *free_at = calloc((size_t)warps, sizeof(double));
+    int32_t *ugroup = malloc(sizeof(int32_t) * nmax), *deps = malloc(sizeof(int32_t) * nmax);
+    double *prio = malloc(sizeof(double) * nmax), *ready = calloc(nmax, sizeof(double));
+    int32_t *heap = malloc(sizeof(int32_t) * nmax), *pend = malloc(sizeof(int32_t) * nmax);
+    int32_t *warp_of = malloc(sizeof(int32_t) * nmax), *seq = malloc(sizeof(int32_t) * nmax);
     int32_t *wstart = calloc(ng + 1, sizeof(int32_t)), *waiters = malloc(sizeof(int32_t) * ng);
-    int32_t *warp_of = malloc(sizeof(int32_t) * nu), *seq = malloc(sizeof(int32_t) * nu);
-    int32_t *pend = malloc(sizeof(int32_t) * nu);
-    if (!cost || !prio || !ready || !free_at || !deps || !heap || !wstart || !waiters || !warp_of ||
-        !seq || !pend) {
-        free(cost), free(prio), free(ready), free(free_at), free(deps), free(heap), free(wstart);
-        free(waiters), free(warp_of), free(seq), free(pend);
-        return pc_fail(PC_ERR_NOMEM, "GPU tile schedule of %d units: out of host memory", units);
+    pc_status st = PC_OK;
+    if (!nparts || !ubase || !cost || !gprio || !left || !sdone || !free_at || !ugroup || !deps ||
+        !prio || !ready || !heap || !pend || !warp_of || !seq || !wstart || !waiters) {
+        st = pc_fail(PC_ERR_NOMEM, "GPU tile schedule of %zu units: out of host memory", nmax);
+        goto done;
     }
-    /* waiters[wstart[q] .. wstart[q + 1]): the groups that wait on q (for the slots q read).
-     * prio: the longest path of costs from the unit up to the root. */
+    /* waiters[wstart[q] .. wstart[q + 1]): the groups that wait on q (for the slots q read). */
+    ubase[0] = 0;
     for (int32_t g = 0; g < G; g++) {
         const pc_gpu_group *h = &groups[g];
-        cost[g] = group_cost(h->child_end - h->child_begin + h->var_end - h->var_begin);
+        nparts[g] = split && split[g] ? parts : 1;
+        ubase[g + 1] = ubase[g] + per_group * nparts[g];
+        cost[g] = group_cost(h->child_end - h->child_begin + h->var_end - h->var_begin) *
+                  (nparts[g] > 1 ? PC_GPU_TILE_PART_COST : 1.0);
         if (h->wait >= 0) wstart[h->wait + 1]++;
     }
+    const int32_t units = ubase[G];
     for (int32_t g = 0; g < G; g++) wstart[g + 1] += wstart[g];
     for (int32_t g = 0; g < G; g++)
         if (groups[g].wait >= 0) waiters[wstart[groups[g].wait]++] = g;
     for (int32_t g = G; g > 0; g--) wstart[g] = wstart[g - 1];
     wstart[0] = 0;
     for (int32_t g = G - 1; g >= 0; g--) { /* parents and waiters come later */
-        double after = c->group_parent[g] >= 0 ? prio[c->group_parent[g] * per_group] : 0.0;
+        double after = c->group_parent[g] >= 0 ? gprio[c->group_parent[g]] : 0.0;
         for (int32_t i = wstart[g]; i < wstart[g + 1]; i++)
-            after = prio[waiters[i] * per_group] > after ? prio[waiters[i] * per_group] : after;
-        for (int32_t s = 0; s < per_group; s++) prio[g * per_group + s] = cost[g] + after;
+            after = gprio[waiters[i]] > after ? gprio[waiters[i]] : after;
+        gprio[g] = cost[g] + after;
     }
     /* List scheduling in time: the warp that frees first takes, of the units that are ready by
      * then, the one with the longest path to the root (or, if none is, waits for the next). */
     int32_t nready = 0, npend = 0; /* heap: ready units by prio; pend: the others by time */
-    for (int32_t g = 0; g < G; g++)
-        for (int32_t s = 0; s < per_group; s++) {
-            const int32_t u = g * per_group + s;
+    for (int32_t g = 0; g < G; g++) {
+        for (int32_t s = 0; s < per_group; s++) left[g * per_group + s] = nparts[g];
+        for (int32_t u = ubase[g]; u < ubase[g + 1]; u++) {
+            ugroup[u] = g, prio[u] = gprio[g];
             deps[u] = groups[g].child_end - groups[g].child_begin + (groups[g].wait >= 0);
             if (deps[u] == 0) heap_push(heap, &nready, prio, u);
         }
+    }
     for (int32_t k = 0; k < units; k++) {
         int32_t w = 0;
         for (int32_t i = 1; i < warps; i++) w = free_at[i] < free_at[w] ? i : w;
@@ -287,16 +302,22 @@ pc_status pc_gpu_tile_schedule(const pc_circuit *c, const pc_gpu_group *groups,
                 t = -ready[v] > t ? -ready[v] : t;
                 heap_push(heap, &nready, prio, v);
             }
-        const int32_t u = heap_pop(heap, &nready, prio), g = u / per_group, s = u % per_group;
+        const int32_t u = heap_pop(heap, &nready, prio), g = ugroup[u];
+        const int32_t s = (u - ubase[g]) / nparts[g], sl = g * per_group + s;
         const double finish = t + cost[g];
         free_at[w] = finish, warp_of[u] = w, seq[k] = u;
-        /* Release the units of the same slice that wait on u: its parent's and its waiters'. */
+        sdone[sl] = finish > sdone[sl] ? finish : sdone[sl];
+        if (--left[sl] > 0) continue;
+        /* The slice is done: release the same slice's units that wait on it, its parent's
+         * and its waiters'. */
         for (int32_t i = wstart[g] - 1; i < wstart[g + 1]; i++) {
             const int32_t q = i < wstart[g] ? c->group_parent[g] : waiters[i];
             if (q < 0) continue;
-            const int32_t v = q * per_group + s;
-            ready[v] = -finish < ready[v] ? -finish : ready[v]; /* negated: the latest child */
-            if (--deps[v] == 0) heap_push(pend, &npend, ready, v);
+            for (int32_t p = 0; p < nparts[q]; p++) {
+                const int32_t v = ubase[q] + s * nparts[q] + p;
+                ready[v] = -sdone[sl] < ready[v] ? -sdone[sl] : ready[v]; /* the latest */
+                if (--deps[v] == 0) heap_push(pend, &npend, ready, v);
+            }
         }
     }
     /* Each warp's units in the order they were dealt: an order in which every unit comes after
@@ -304,10 +325,25 @@ pc_status pc_gpu_tile_schedule(const pc_circuit *c, const pc_gpu_group *groups,
     for (int32_t w = 0; w <= warps; w++) begin[w] = 0;
     for (int32_t u = 0; u < units; u++) begin[warp_of[u] + 1]++;
     for (int32_t w = 0; w < warps; w++) begin[w + 1] += begin[w];
-    for (int32_t k = 0; k < units; k++) order[begin[warp_of[seq[k]]]++] = seq[k];
+    for (int32_t k = 0; k < units; k++) {
+        const int32_t u = seq[k], g = ugroup[u], r = u - ubase[g];
+        order[begin[warp_of[u]]++] =
+            PC_GPU_TILE_ENTRY(g * per_group + r / nparts[g], nparts[g] > 1, r % nparts[g]);
+    }
     for (int32_t w = warps; w > 0; w--) begin[w] = begin[w - 1];
     begin[0] = 0;
-    free(cost), free(prio), free(ready), free(free_at), free(deps), free(heap), free(wstart);
-    free(waiters), free(warp_of), free(seq), free(pend);
-    return PC_OK;
+done:
+    free(nparts), free(ubase), free(cost), free(gprio), free(left), free(sdone), free(free_at);
+    free(ugroup), free(deps), free(prio), free(ready), free(heap), free(pend), free(warp_of);
+    free(seq), free(wstart), free(waiters);
+    return st;
+}
+
+void pc_gpu_tile_thin_layers(const pc_circuit *c, int32_t per_group, int32_t max_slices,
+                             uint8_t *split) {
+    for (int32_t l = 0; l < c->num_layers; l++) {
+        const int32_t a = c->layer_start[l], b = c->layer_start[l + 1];
+        const uint8_t thin = (int64_t)(b - a) * per_group <= max_slices;
+        for (int32_t g = a; g < b; g++) split[g] = thin;
+    }
 }

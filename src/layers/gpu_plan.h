@@ -44,24 +44,40 @@ pc_status pc_gpu_plan(const pc_circuit *circuit, pc_gpu_group *groups, int32_t *
 int32_t pc_gpu_split_layers(const pc_circuit *circuit, int64_t wide_items, int64_t narrow_items,
                             double wide_cost, int64_t min_wide, int32_t grid);
 
-/* The tile strategy's schedule (cuda_fuse_tile.cu). A block's units are (group g, slice s of
- * its samples), unit g * per_group + s, each run by one of `warps` warps. They are dealt by
- * list scheduling in time on a model: a unit takes 1 + PC_GPU_TILE_SOURCE_COST x (its
- * children + its variables) and is ready once its children and the groups it waits on for its
- * slot (`wait`, same slice) are done; the warp that frees first takes, of the units ready by
- * then, the one with the longest path of costs to the root (through parents and slot waits),
- * or waits for the next. Warp w runs order[begin[w] .. begin[w + 1]) (begin has warps + 1
- * entries, order per_group G) in the order dealt: every unit is dealt after the units it
+/* The tile strategy's schedule (cuda_fuse_tile.cu). A block's samples come in per_group slices;
+ * slice s of group g is one unit, run by one of `warps` warps, or, where split[g] is set,
+ * `parts` units, each a part of the slice's samples (the thin top of a tree, where most warps
+ * would idle: parts run side by side and each is shorter, so the tree's path of dependent
+ * units is). Units are dealt by list scheduling in time on a model: a slice takes 1 +
+ * PC_GPU_TILE_SOURCE_COST x (its children + its variables), a part PC_GPU_TILE_PART_COST of
+ * that; a unit is ready once its children's slices and the slice of the group it waits on for
+ * its slot (`wait`) are done, all their parts; the warp that frees first takes, of the units
+ * ready by then, the one with the longest path of costs to the root (through parents and slot
+ * waits), or waits for the next. Warp w runs order[begin[w] .. begin[w + 1]) (begin has warps +
+ * 1 entries; order holds PC_GPU_TILE_ENTRY(g * per_group + s, split[g], part), begin[warps] of
+ * them, at most G per_group parts) in the order dealt: every unit is dealt after the units it
  * waits on, so the earliest dealt unit not yet run can always run and the block cannot
  * deadlock. Dealt round-robin in evaluation order instead, the warp of the MNIST tree's group
  * of 101 variables (a unit 15-19 times as long as the median) ran every later unit of its
  * share late, and its share ran the tree's critical path (results file 62); this schedule
  * took the tile strategy's batch-512 points 1.13-1.16x faster (file 63). The cost of a source
  * (a child's message or an input row, one load per sample and lane) against a unit's fixed
- * part was 0.10-0.18 on the H200 at K = 16-64. */
+ * part was 0.10-0.18 on the H200 at K = 16-64. split may be NULL (no group split). */
 #define PC_GPU_TILE_SOURCE_COST 0.15
+#define PC_GPU_TILE_PART_COST 0.5
+#define PC_GPU_TILE_MAX_PARTS 16
+#define PC_GPU_TILE_ENTRY(slice, split, part) ((((slice) * 2 + ((split) != 0)) << 4) | (part))
+#define PC_GPU_TILE_ENTRY_SLICE(e) ((e) >> 5)
+#define PC_GPU_TILE_ENTRY_SPLIT(e) (((e) >> 4) & 1)
+#define PC_GPU_TILE_ENTRY_PART(e) ((e) & 15)
 pc_status pc_gpu_tile_schedule(const pc_circuit *circuit, const pc_gpu_group *groups,
-                               int32_t per_group, int32_t warps, int32_t *order, int32_t *begin);
+                               int32_t per_group, int32_t parts, const uint8_t *split,
+                               int32_t warps, int32_t *order, int32_t *begin);
+
+/* Marks (split[g] = 1) the groups of the layers whose slices number at most max_slices (layer
+ * width x per_group): the thin layers, where the tile schedule splits slices into parts. */
+void pc_gpu_tile_thin_layers(const pc_circuit *circuit, int32_t per_group, int32_t max_slices,
+                             uint8_t *split);
 
 /* The most variables of a group above a chain's bottom: the warp strategy multiplies such a
  * group's inputs into the message from below in FP64, one factor per variable, each 0 or at
