@@ -76,6 +76,11 @@ def main(path):
           % (len(path), len(path) - nw, nw))
     print("  sum busy cycles %d, sum gap ns (previous done -> this start) %d" % (
         sum(p[3] for p in path), sum(p[2] for p in path)))
+    for kind, what in (("c", "after a child (its wake-up)"), ("w", "after the warp's previous")):
+        gaps = [p[2] for p in path if p[1] == kind]
+        if gaps:
+            print("  gap ns %s: %d links, median %d, sum %d" % (
+                what, len(gaps), st.median(gaps), sum(gaps)))
     print("  ", " ".join("%s%s:%d" % (name(p[0]), p[1], p[3]) for p in path[-45:]))
 
 

@@ -53,12 +53,13 @@ static __host__ __device__ constexpr size_t tile_round16(size_t b) {
     return (b + 15) & ~(size_t)15;
 }
 
-/* Shared memory, in this order: the plan (groups [G], vars [V], child_slot [G - 1]), one
+/* Shared memory, in this order: the plan (groups [G], vars [V], child_slot and children
+ * [G - 1] each: a unit starting reads its children there, not from global memory), one
  * mbarrier (8 bytes) per unit [G][T / TW], the block's sample codes [T][V] (uint16), then per
  * warp es [TW][KM] floats and O [TW] doubles. Every part starts on a 16-byte boundary. */
 static __host__ __device__ size_t tile_plan_bytes(int G, int V) {
     return tile_round16((size_t)G * sizeof(pc_gpu_group)) + tile_round16((size_t)V * 4) +
-           tile_round16((size_t)G * 4);
+           2 * tile_round16((size_t)G * 4);
 }
 static __host__ __device__ size_t tile_flag_bytes(int G, int T, int tw) {
     return tile_round16((size_t)G * (T / tw) * 8);
@@ -97,7 +98,7 @@ template <int EM> static constexpr int tile_wide_unroll() { return EM == 4 ? 32 
  * completes its only phase when the unit's warp arrives. */
 struct tile_plan {
     const pc_gpu_group *groups;
-    const int32_t *vars, *child_slot;
+    const int32_t *vars, *child_slot, *children;
     uint32_t ready; /* shared-memory address of the mbarriers [G][per_group] */
     int per_group;
 };
@@ -340,6 +341,8 @@ static __global__ void __launch_bounds__(TILE_THREADS)
         reinterpret_cast<int32_t *>(base + tile_round16((size_t)G * sizeof(pc_gpu_group)));
     int32_t *child_slot = reinterpret_cast<int32_t *>(reinterpret_cast<char *>(vars) +
                                                       tile_round16((size_t)V * 4));
+    int32_t *children = reinterpret_cast<int32_t *>(reinterpret_cast<char *>(child_slot) +
+                                                    tile_round16((size_t)G * 4));
     char *bars = base + tile_plan_bytes(G, V);
     const uint32_t ready = (uint32_t)__cvta_generic_to_shared(bars);
     uint16_t *codes = reinterpret_cast<uint16_t *>(bars + tile_flag_bytes(G, T, TW));
@@ -355,7 +358,7 @@ static __global__ void __launch_bounds__(TILE_THREADS)
         for (int i = threadIdx.x; i < words; i += TILE_THREADS) dst[i] = __ldg(src + i);
         for (int i = threadIdx.x; i < V; i += TILE_THREADS) vars[i] = __ldg(a.vars + i);
         for (int i = threadIdx.x; i < G - 1; i += TILE_THREADS)
-            child_slot[i] = __ldg(a.child_slot + i);
+            child_slot[i] = __ldg(a.child_slot + i), children[i] = __ldg(a.children + i);
         /* A slice's mbarrier completes when its unit, or each of its parts, has arrived. */
         for (int i = threadIdx.x; i < units; i += TILE_THREADS) {
             const int e = __ldg(entries + i);
@@ -377,18 +380,21 @@ static __global__ void __launch_bounds__(TILE_THREADS)
         codes[i] = code;
     }
     __syncthreads();
-    const tile_plan plan = {groups, vars, child_slot, ready, per_group};
+    const tile_plan plan = {groups, vars, child_slot, children, ready, per_group};
     /* The warp's units, as the host dealt them (pc_gpu_tile_schedule: sched = [warps + 1]
      * ranges, then the units): every unit comes after the units it waits on, in an order that
      * all warps' lists follow, so the block cannot deadlock. A unit waits for its children's
      * slices and its wait group's, whole (every part). */
-    const int end = __ldg(sched + warp + 1);
-    for (int i = __ldg(sched + warp); i < end; i++) {
-        const int e = __ldg(entries + i), u = PC_GPU_TILE_ENTRY_SLICE(e);
+    const int first = __ldg(sched + warp), end = __ldg(sched + warp + 1);
+    int next = first < end ? __ldg(entries + first) : 0;
+    for (int i = first; i < end; i++) {
+        /* the next unit's entry loads while this one runs */
+        const int e = next, u = PC_GPU_TILE_ENTRY_SLICE(e);
+        if (i + 1 < end) next = __ldg(entries + i + 1);
         const int gi = u / per_group, sub = u % per_group;
         const pc_gpu_group g = groups[gi];
         for (int c = g.child_begin; c < g.child_end; c++)
-            tile_wait(plan, __ldg(a.children + c), sub);
+            tile_wait(plan, children[c], sub);
         if (g.wait >= 0) tile_wait(plan, g.wait, sub);
         int t0 = sub * TW;
         if constexpr (PARTS > 1)
