@@ -202,8 +202,10 @@ static int32_t check_schedule(const pc_circuit *c, int32_t per_group, int32_t pa
     for (int32_t w = 0; w < warps; w++) {
         assert_true(begin[w] <= begin[w + 1]);
         for (int32_t i = begin[w]; i < begin[w + 1]; i++) {
-            const int32_t e = order[i], sl = PC_GPU_TILE_ENTRY_SLICE(e);
-            const int32_t p = PC_GPU_TILE_ENTRY_PART(e), gi = sl / per_group;
+            const int32_t e = order[i], gi = PC_GPU_TILE_ENTRY_GROUP(e);
+            const int32_t sl = gi * per_group + PC_GPU_TILE_ENTRY_SLICE(e);
+            const int32_t p = PC_GPU_TILE_ENTRY_PART(e);
+            assert_true(gi >= 0 && gi < G && PC_GPU_TILE_ENTRY_SLICE(e) < per_group);
             assert_true(sl >= 0 && sl < slices);
             assert_int_equal(PC_GPU_TILE_ENTRY_SPLIT(e), split[gi] && parts > 1);
             assert_true(p < (PC_GPU_TILE_ENTRY_SPLIT(e) ? parts : 1));
@@ -221,7 +223,8 @@ static int32_t check_schedule(const pc_circuit *c, int32_t per_group, int32_t pa
         int progress = 0;
         for (int32_t w = 0; w < warps; w++) {
             if (begin[w] + pos[w] == begin[w + 1]) continue;
-            const int32_t u = PC_GPU_TILE_ENTRY_SLICE(order[begin[w] + pos[w]]);
+            const int32_t e = order[begin[w] + pos[w]];
+            const int32_t u = PC_GPU_TILE_ENTRY_GROUP(e) * per_group + PC_GPU_TILE_ENTRY_SLICE(e);
             const int32_t gi = u / per_group, sl = u % per_group;
             int ok = g[gi].wait < 0 || SLICE_DONE(g[gi].wait, sl);
             for (int32_t k = g[gi].child_begin; k < g[gi].child_end; k++)
@@ -362,6 +365,8 @@ static void test_bad_arguments(void **state) {
     pc_circuit c = {0};
     pc_gpu_group g = {0};
     assert_int_equal(pc_gpu_tile_schedule(&c, &g, 1, PC_GPU_TILE_MAX_PARTS + 1, NULL, 1, order,
+                                          begin), PC_ERR_ARG);
+    assert_int_equal(pc_gpu_tile_schedule(&c, &g, PC_GPU_TILE_MAX_SLICES + 1, 1, NULL, 1, order,
                                           begin), PC_ERR_ARG);
 }
 

@@ -367,9 +367,9 @@ static __global__ void __launch_bounds__(TILE_THREADS)
         /* A slice's mbarrier completes when its unit, or each of its parts, has arrived. */
         for (int i = threadIdx.x; i < units; i += TILE_THREADS) {
             const int e = __ldg(entries + i);
+            const int slice = PC_GPU_TILE_ENTRY_GROUP(e) * per_group + PC_GPU_TILE_ENTRY_SLICE(e);
             if (PC_GPU_TILE_ENTRY_PART(e) == 0)
-                asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(
-                                 ready + 8u * PC_GPU_TILE_ENTRY_SLICE(e)),
+                asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(ready + 8u * slice),
                              "r"(PC_GPU_TILE_ENTRY_SPLIT(e) ? PARTS : 1)
                              : "memory");
         }
@@ -394,9 +394,10 @@ static __global__ void __launch_bounds__(TILE_THREADS)
     int next = first < end ? __ldg(entries + first) : 0;
     for (int i = first; i < end; i++) {
         /* the next unit's entry loads while this one runs */
-        const int e = next, u = PC_GPU_TILE_ENTRY_SLICE(e);
+        const int e = next;
         if (i + 1 < end) next = __ldg(entries + i + 1);
-        const int gi = u / per_group, sub = u % per_group;
+        const int gi = PC_GPU_TILE_ENTRY_GROUP(e), sub = PC_GPU_TILE_ENTRY_SLICE(e);
+        const int u = gi * per_group + sub;
         const pc_gpu_group g = groups[gi];
         for (int c = g.child_begin; c < g.child_end; c++)
             tile_wait(plan, children[c], sub);

@@ -234,10 +234,11 @@ static int32_t heap_pop(int32_t *h, int32_t *n, const double *key) {
 pc_status pc_gpu_tile_schedule(const pc_circuit *c, const pc_gpu_group *groups,
                                int32_t per_group, int32_t parts, const uint8_t *split,
                                int32_t warps, int32_t *order, int32_t *begin) {
-    if (!c || !groups || !order || !begin || per_group < 1 || warps < 1 || parts < 1 ||
-        parts > PC_GPU_TILE_MAX_PARTS)
-        return pc_fail(PC_ERR_ARG, "pc_gpu_tile_schedule: NULL argument, per_group or warps < 1, "
-                                   "or parts not in 1 .. %d", PC_GPU_TILE_MAX_PARTS);
+    if (!c || !groups || !order || !begin || per_group < 1 || per_group > PC_GPU_TILE_MAX_SLICES ||
+        warps < 1 || parts < 1 || parts > PC_GPU_TILE_MAX_PARTS || c->num_groups > (1 << 22))
+        return pc_fail(PC_ERR_ARG, "pc_gpu_tile_schedule: NULL argument, warps < 1, per_group or "
+                                   "parts not in 1 .. %d, or more than 2^22 groups",
+                       PC_GPU_TILE_MAX_PARTS);
     const int32_t G = c->num_groups;
     const size_t ng = (size_t)G, ns = ng * (size_t)per_group, nmax = ns * (size_t)parts;
     /* Per group: its slices' parts, its first unit (ubase, G + 1), a part's cost and the longest
@@ -328,7 +329,7 @@ pc_status pc_gpu_tile_schedule(const pc_circuit *c, const pc_gpu_group *groups,
     for (int32_t k = 0; k < units; k++) {
         const int32_t u = seq[k], g = ugroup[u], r = u - ubase[g];
         order[begin[warp_of[u]]++] =
-            PC_GPU_TILE_ENTRY(g * per_group + r / nparts[g], nparts[g] > 1, r % nparts[g]);
+            PC_GPU_TILE_ENTRY(g, r / nparts[g], nparts[g] > 1, r % nparts[g]);
     }
     for (int32_t w = warps; w > 0; w--) begin[w] = begin[w - 1];
     begin[0] = 0;

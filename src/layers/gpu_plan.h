@@ -54,8 +54,8 @@ int32_t pc_gpu_split_layers(const pc_circuit *circuit, int64_t wide_items, int64
  * its slot (`wait`) are done, all their parts; the warp that frees first takes, of the units
  * ready by then, the one with the longest path of costs to the root (through parents and slot
  * waits), or waits for the next. Warp w runs order[begin[w] .. begin[w + 1]) (begin has warps +
- * 1 entries; order holds PC_GPU_TILE_ENTRY(g * per_group + s, split[g], part), begin[warps] of
- * them, at most G per_group parts) in the order dealt: every unit is dealt after the units it
+ * 1 entries; order holds PC_GPU_TILE_ENTRY(g, s, split[g], part), begin[warps] of them, at most
+ * G per_group parts; the kernel reads g and s without a division) in the order dealt: every unit is dealt after the units it
  * waits on, so the earliest dealt unit not yet run can always run and the block cannot
  * deadlock. Dealt round-robin in evaluation order instead, the warp of the MNIST tree's group
  * of 101 variables (a unit 15-19 times as long as the median) ran every later unit of its
@@ -66,8 +66,11 @@ int32_t pc_gpu_split_layers(const pc_circuit *circuit, int64_t wide_items, int64
 #define PC_GPU_TILE_SOURCE_COST 0.15
 #define PC_GPU_TILE_PART_COST 0.5
 #define PC_GPU_TILE_MAX_PARTS 16
-#define PC_GPU_TILE_ENTRY(slice, split, part) ((((slice) * 2 + ((split) != 0)) << 4) | (part))
-#define PC_GPU_TILE_ENTRY_SLICE(e) ((e) >> 5)
+#define PC_GPU_TILE_MAX_SLICES 16 /* per_group */
+#define PC_GPU_TILE_ENTRY(group, s, split, part)                                                 \
+    ((group) << 9 | (s) << 5 | ((split) != 0) << 4 | (part))
+#define PC_GPU_TILE_ENTRY_GROUP(e) ((e) >> 9)
+#define PC_GPU_TILE_ENTRY_SLICE(e) (((e) >> 5) & 15)
 #define PC_GPU_TILE_ENTRY_SPLIT(e) (((e) >> 4) & 1)
 #define PC_GPU_TILE_ENTRY_PART(e) ((e) & 15)
 pc_status pc_gpu_tile_schedule(const pc_circuit *circuit, const pc_gpu_group *groups,
