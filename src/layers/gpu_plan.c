@@ -236,9 +236,9 @@ pc_status pc_gpu_tile_schedule(const pc_circuit *c, const pc_gpu_group *groups,
                                int32_t warps, int32_t *order, int32_t *begin) {
     if (!c || !groups || !order || !begin || per_group < 1 || per_group > PC_GPU_TILE_MAX_SLICES ||
         warps < 1 || parts < 1 || parts > PC_GPU_TILE_MAX_PARTS || c->num_groups > (1 << 22))
-        return pc_fail(PC_ERR_ARG, "pc_gpu_tile_schedule: NULL argument, warps < 1, per_group or "
-                                   "parts not in 1 .. %d, or more than 2^22 groups",
-                       PC_GPU_TILE_MAX_PARTS);
+        return pc_fail(PC_ERR_ARG, "pc_gpu_tile_schedule: NULL argument, warps < 1, per_group "
+                                   "not in 1 .. %d, parts not in 1 .. %d, or more than 2^22 groups",
+                       PC_GPU_TILE_MAX_SLICES, PC_GPU_TILE_MAX_PARTS);
     const int32_t G = c->num_groups;
     const size_t ng = (size_t)G, ns = ng * (size_t)per_group, nmax = ns * (size_t)parts;
     /* Per group: its slices' parts, its first unit (ubase, G + 1), a part's cost and the longest
