@@ -84,6 +84,12 @@ static size_t tile_smem(int G, int V, int K, int T, int tw) {
            TILE_WARPS * tile_warp_bytes(tile_km(K, tw), tw);
 }
 
+/* Parts of a split slice whose lanes each hold ts of its samples: one sample per lane each, so
+ * ts parts, split only where ts is at least 4 (K = 16 at four samples per slice, two per lane,
+ * ran 0.98x split, and 1.04x at eight). The host's schedule and the kernel's mbarrier counts
+ * both take it from here. */
+static __host__ __device__ constexpr int tile_parts_of(int ts) { return ts >= 4 ? ts : 1; }
+
 /* Sources (children's messages and input rows) a lane loads at once in step 1: the common group
  * (a few sources) takes one round trip, MNIST's group of 101 variables a few more. Four rather
  * than eight for the smallest lanes: the MNIST tree averages 2.4 sources per group, and the
@@ -335,9 +341,8 @@ static __global__ void __launch_bounds__(TILE_THREADS)
     tile_kernel(pc_gpu_args a, int T, const int32_t *sched) {
     extern __shared__ float4 smem4[];
     char *base = reinterpret_cast<char *>(smem4);
-    /* A split slice's parts: TP samples each, one per sample lane (tile_parts: none where a
-     * lane holds fewer than 4 samples of the slice). */
-    constexpr int TP = 32 / JW, PARTS = TW / TP >= 4 ? TW / TP : 1;
+    /* A split slice's parts: TP samples each, one per sample lane. */
+    constexpr int TP = 32 / JW, PARTS = tile_parts_of(TW / TP);
     const int warp = threadIdx.x / 32, V = a.V, G = a.G, KM = JW * NJ;
     const int per_group = T / TW, units = __ldg(sched + TILE_WARPS);
     const int32_t *entries = sched + TILE_WARPS + 1;
@@ -442,13 +447,9 @@ static int tile_jw(int K, int tw) {
     return jw;
 }
 
-/* Parts of a split slice: one sample per sample lane each (TP = SG = 32 / JW samples), so as
- * many as a lane holds samples of the slice (TS), split only where that is at least 4: K =
- * 16 at four samples per slice (two per lane) ran 0.98x split, and 1.04x at eight. */
-static int tile_parts(int K, int tw) {
-    const int ts = tw * tile_jw(K, tw) / 32;
-    return ts >= 4 ? ts : 1;
-}
+/* Parts of a split slice for the kernel tile_pick() chooses (a lane holds tw JW / 32 samples
+ * of the slice). */
+static int tile_parts(int K, int tw) { return tile_parts_of(tw * tile_jw(K, tw) / 32); }
 
 static tile_fn tile_pick(int K, int tw) {
     const int jw = tile_jw(K, tw);
