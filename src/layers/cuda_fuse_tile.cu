@@ -117,6 +117,60 @@ struct tile_plan {
     int per_group;
 };
 
+/* FP32 <-> FP64 without the flush-to-zero fix-ups that --use_fast_math puts around each
+ * conversion (an FMUL, or a compare and an FMUL): an FP32 subnormal is flushed by the next FTZ
+ * instruction that takes it, and these values are log-probabilities. */
+static __device__ __forceinline__ double tile_f2d(float x) {
+    double r;
+    asm("cvt.f64.f32 %0, %1;" : "=d"(r) : "f"(x));
+    return r;
+}
+static __device__ __forceinline__ float tile_d2f(double x) {
+    float r;
+    asm("cvt.rn.f32.f64 %0, %1;" : "=f"(r) : "d"(x));
+    return r;
+}
+
+/* m[s] = the max of m[s] over the JW lanes of a sample group, for each of the lane's TS
+ * samples. With SCATTER and TS > 1 the first log2(TS) levels halve the values a lane holds
+ * (each lane passes on the half its partner keeps: TS - 1 shuffles, not TS per level), the rest
+ * reduce one value, and TS shuffles bring every sample's max back: 10 shuffles and 6 max at
+ * TS = 4, JW = 32, where a butterfly per sample takes 20 and 20 (K = 32, batch 512-1,024:
+ * 1.01-1.02x; K = 64, two columns per lane, 0.94-0.95x, so it keeps the butterflies; results
+ * file 101). */
+template <int TS, int JW, bool SCATTER>
+static __device__ __forceinline__ void tile_warp_max(float (&m)[TS], int jl) {
+    if constexpr (!SCATTER || TS == 1 || TS > JW) {
+#pragma unroll
+        for (int s = 0; s < TS; s++)
+#pragma unroll
+            for (int d = JW / 2; d > 0; d /= 2)
+                m[s] = fmaxf(m[s], __shfl_xor_sync(0xffffffffu, m[s], d));
+    } else {
+        float v[TS];
+#pragma unroll
+        for (int s = 0; s < TS; s++) v[s] = m[s];
+        /* after the level of distance d, a lane with (jl & d) keeps the upper half */
+#pragma unroll
+        for (int c = TS, d = JW / 2; c > 1; c /= 2, d /= 2) {
+            const bool up = jl & d;
+#pragma unroll
+            for (int i = 0; i < c / 2; i++) {
+                const float keep = up ? v[i + c / 2] : v[i], send = up ? v[i] : v[i + c / 2];
+                v[i] = fmaxf(keep, __shfl_xor_sync(0xffffffffu, send, d));
+            }
+        }
+#pragma unroll
+        for (int d = JW / (2 * TS); d > 0; d /= 2)
+            v[0] = fmaxf(v[0], __shfl_xor_sync(0xffffffffu, v[0], d));
+        /* sample s's max is at the lanes whose bits JW / 2 ... JW / TS spell s */
+        const int group = (threadIdx.x & 31) & ~(JW - 1);
+#pragma unroll
+        for (int s = 0; s < TS; s++)
+            m[s] = __shfl_sync(0xffffffffu, v[0], group | (s * (JW / TS)));
+    }
+}
+
 /* *p = v where ok, as one predicated store (the compiler would branch around it). */
 static __device__ __forceinline__ void tile_store_if(bool ok, float *p, float v) {
     asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.u32 q, %2, 0;\n\t@q st.global.f32 [%0], %1;\n\t}"
@@ -199,7 +253,7 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
 #pragma unroll
             for (int s = 0; s < TS; s++)
 #pragma unroll
-                for (int n = 0; n < NJ; n++) p[s][n] += (double)val[u][s][n];
+                for (int n = 0; n < NJ; n++) p[s][n] += tile_f2d(val[u][s][n]);
     }
     for (int i0 = 0; i0 < nrest; i0 += U) {
         float val[U][TS][NJ];
@@ -240,7 +294,7 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
 #pragma unroll
             for (int s = 0; s < TS; s++)
 #pragma unroll
-                for (int n = 0; n < NJ; n++) p[s][n] += (double)val[u][s][n];
+                for (int n = 0; n < NJ; n++) p[s][n] += tile_f2d(val[u][s][n]);
         }
     }
     if (lane < TW) orow[lane] = o;
@@ -252,25 +306,25 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
 #pragma unroll
     for (int n = 0; n < NJ; n++)
         root_w[n] = root && col_ok[n] ? __ldg(a.root_logw + jl + 32 * n) : 0.0;
-    float m[TS];
+    float pf[TS][NJ], m[TS];
 #pragma unroll
     for (int s = 0; s < TS; s++) {
-        float pf[NJ];
-        float mx = -INFINITY;
+        m[s] = -INFINITY;
 #pragma unroll
         for (int n = 0; n < NJ; n++) {
             double v = p[s][n];
             if (root) v += root_w[n];
-            pf[n] = row_ok[s] && col_ok[n] ? (float)v : -INFINITY;
-            mx = fmaxf(mx, pf[n]);
+            pf[s][n] = row_ok[s] && col_ok[n] ? tile_d2f(v) : -INFINITY;
+            m[s] = fmaxf(m[s], pf[s][n]);
         }
+    }
+    tile_warp_max<TS, JW, NJ == 1>(m, jl);
 #pragma unroll
-        for (int d = JW / 2; d > 0; d /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, d));
-        m[s] = mx;
+    for (int s = 0; s < TS; s++)
 #pragma unroll
         for (int n = 0; n < NJ; n++)
-            es[(sg + SG * s) * KM + jl + 32 * n] = mx == -INFINITY ? 0.0f : __expf(pf[n] - mx);
-    }
+            es[(sg + SG * s) * KM + jl + 32 * n] =
+                m[s] == -INFINITY ? 0.0f : __expf(pf[s][n] - m[s]);
     __syncwarp();
 
     if (root) { /* log p(x) = O + m + log sum_k e[k], summed in FP64 */
