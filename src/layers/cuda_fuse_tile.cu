@@ -58,7 +58,7 @@ static __host__ __device__ constexpr size_t tile_round16(size_t b) {
 
 /* Shared memory, in this order: the plan (groups [G], vars [V], child_slot and children
  * [G - 1] each: a unit starting reads its children there, not from global memory), one
- * mbarrier (8 bytes) per unit [G][T / TW], the block's sample codes [T][V] (uint16), then per
+ * mbarrier (8 bytes) per unit [G][T / TW], the block's sample codes (T V uint16), then per
  * warp es [TW][KM] floats and O [TW] doubles. Every part starts on a 16-byte boundary.
  * compute-sanitizer's racecheck places the mbarriers 0x400 bytes (the block's reserved shared
  * memory) below their address and so reports the plan's staging stores against their
@@ -114,8 +114,17 @@ struct tile_plan {
     const pc_gpu_group *groups;
     const int32_t *vars, *child_slot, *children;
     uint32_t ready; /* shared-memory address of the mbarriers [G][per_group] */
-    int per_group;
+    int per_group, T; /* slices per group, samples per block */
 };
+
+/* Where sample t's code of variable v lies in the block's codes: by variable ([V][T], so that a
+ * lane's samples are at constant offsets) where a lane holds one column (K <= 32: 1.02x at
+ * batches 512 and 1,024); by sample ([T][V]) at K > 32, where by variable ran 0.96-0.97x
+ * (results file 102). */
+template <int NJ>
+static __device__ __forceinline__ int tile_code_at(int t, int v, int T, int V) {
+    return NJ == 1 ? v * T + t : t * V + v;
+}
 
 /* FP32 <-> FP64 without the flush-to-zero fix-ups that --use_fast_math puts around each
  * conversion (an FMUL, or a compare and an FMUL): an FP32 subnormal is flushed by the next FTZ
@@ -185,7 +194,7 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
     static_assert(SG * JW == 32 && TS * SG == TW, "tile shape");
     /* KX: K is the padded row KM, so that every column is in range and the rows' strides are
      * constants (immediate offsets in the loads and stores). */
-    const int lane = threadIdx.x & 31, K = KX ? KM : a.K, V = a.V;
+    const int lane = threadIdx.x & 31, K = KX ? KM : a.K;
     const int jl = lane % JW, sg = lane / JW;
     constexpr int KP = KM < 16 ? 16 : KM; /* pc_gpu_kp(K): the row length of exp(w) */
     const pc_gpu_group g = plan.groups[gi];
@@ -222,7 +231,9 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
         for (int n = 0; n < NJ; n++) p[s][n] = 0.0;
     const bool own_off = lane < TW && b0 + lane < a.n;
     const int nch = g.child_end - g.child_begin, nsrc = nch + g.var_end - g.var_begin;
-    const uint16_t *my_codes = codes + sg * V;
+    /* sample t's code of variable v at my_codes[tile_code_at<NJ>(SG s, v, T, V)] */
+    const uint16_t *my_codes = codes + tile_code_at<NJ>(sg, 0, plan.T, a.V);
+    const int T = plan.T, V = a.V;
     /* The lane's element of slot 0 and of input row 0; a source adds one 32 x 32 -> 64-bit
      * product to them (v (C + 1) + code < 2^32: the block's codes, T V of them, fit in shared
      * memory). */
@@ -242,7 +253,8 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
             const unsigned v = (unsigned)plan.vars[g.var_begin + i0 + u - nch];
 #pragma unroll
             for (int s = 0; s < TS; s++) {
-                const float *row = in0 + (size_t)(v * C1 + my_codes[SG * s * V + v]) * Ku;
+                const unsigned code = my_codes[tile_code_at<NJ>(SG * s, (int)v, T, V)];
+                const float *row = in0 + (size_t)(v * C1 + code) * Ku;
 #pragma unroll
                 for (int n = 0; n < NJ; n++)
                     val[u][s][n] = row_ok[s] && col_ok[n] ? __ldg(row + 32 * n) : 0.0f;
@@ -276,7 +288,8 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
                 const unsigned v = (unsigned)plan.vars[g.var_begin + i - nch];
 #pragma unroll
                 for (int s = 0; s < TS; s++) {
-                    const float *row = in0 + (size_t)(v * C1 + my_codes[SG * s * V + v]) * Ku;
+                    const unsigned code = my_codes[tile_code_at<NJ>(SG * s, (int)v, T, V)];
+                    const float *row = in0 + (size_t)(v * C1 + code) * Ku;
 #pragma unroll
                     for (int n = 0; n < NJ; n++)
                         val[u][s][n] = row_ok[s] && col_ok[n] ? __ldg(row + 32 * n) : 0.0f;
@@ -457,6 +470,7 @@ static __global__ void __launch_bounds__(TILE_THREADS)
                              : "memory");
         }
     }
+    /* read in the samples' order, stored by variable */
     for (int i = threadIdx.x; i < T * V; i += TILE_THREADS) {
         const int t = i / V, v = i - t * V;
         const int64_t b = b0 + t;
@@ -465,10 +479,10 @@ static __global__ void __launch_bounds__(TILE_THREADS)
             const int64_t at = b * V + v;
             code = a.missing && a.missing[at] ? (uint16_t)a.C : (uint16_t)a.x[at];
         }
-        codes[i] = code;
+        codes[tile_code_at<NJ>(t, v, T, V)] = code;
     }
     __syncthreads();
-    const tile_plan plan = {groups, vars, child_slot, children, ready, per_group};
+    const tile_plan plan = {groups, vars, child_slot, children, ready, per_group, T};
     /* The warp's units, as the host dealt them (pc_gpu_tile_schedule: sched = [warps + 1]
      * ranges, then the units): every unit comes after the units it waits on, in an order that
      * all warps' lists follow, so the block cannot deadlock. A unit waits for its children's
@@ -489,10 +503,12 @@ static __global__ void __launch_bounds__(TILE_THREADS)
         if constexpr (PARTS > 1)
             if (PC_GPU_TILE_ENTRY_SPLIT(e)) {
                 t0 += PC_GPU_TILE_ENTRY_PART(e) * TP;
-                tile_unit<TP, JW, NJ, KX>(a, plan, gi, b0 + t0, codes + t0 * V, es, orow);
+                tile_unit<TP, JW, NJ, KX>(a, plan, gi, b0 + t0,
+                                          codes + tile_code_at<NJ>(t0, 0, T, V), es, orow);
             }
         if (PARTS == 1 || !PC_GPU_TILE_ENTRY_SPLIT(e))
-            tile_unit<TW, JW, NJ, KX>(a, plan, gi, b0 + t0, codes + t0 * V, es, orow);
+            tile_unit<TW, JW, NJ, KX>(a, plan, gi, b0 + t0, codes + tile_code_at<NJ>(t0, 0, T, V),
+                                      es, orow);
         __threadfence_block();
         __syncwarp();
         if ((threadIdx.x & 31) == 0) /* a release: the warp's stores come before it */
