@@ -513,23 +513,30 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
     fuse_enqueue,    NULL,             NULL,             NULL};
 
 /* fuse's own choice, per forward pass of n samples:
- *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 from FUSE_WARP_MIN_N samples:
- *     enough warp items to fill the GPU, each without a barrier;
+ *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 where the tile strategy would put
+ *     more than fuse_tile_max_t(K) samples in a block: enough warp items to fill the GPU,
+ *     each without a barrier;
  *   - else the tile strategy (no waits between blocks) up to K = 64;
  *   - else the persistent kernel.
- * Measured on the H200 (MNIST tree), ms per forward pass at batch 512 / 1024 / 2048 / 4096
- * (results file 63):
- *   K = 16: tile 0.085 / 0.122 / 0.211 / 0.350,  warp 0.147 / 0.168 / 0.203 / 0.251;
- *   K = 32: tile 0.137 / 0.227 / 0.413 / 0.809,  warp 0.249 / 0.272 / 0.324 / 0.451;
- *   K = 64: tile 0.253 / 0.407 / 0.763 / 1.526,  warp 0.501 / 0.571 / 0.723 / 1.175,
- *           persistent 0.539 at 512, 1.530 at 4096.
- * At small batches the warp items' latency on the tree's thin top loses. */
+ * Measured on the H200 (MNIST tree), ms per forward pass at batch 1024 / 2048 / 3072 / 4096
+ * (results file 104; the tile strategy's samples per block T = 8 / 16 / 32 / 32):
+ *   K = 16: tile 0.104 / 0.151 / 0.279 / 0.285,  warp 0.137 / 0.157 / 0.190 / 0.222;
+ *   K = 32: tile 0.185 / 0.353 / 0.647 / 0.646,  warp 0.254 / 0.290 / 0.366 / 0.420;
+ *   K = 64: tile 0.375 / 0.747 / 1.444 / 1.464,  warp 0.502 / 0.652 / 0.834 / 1.059;
+ *   persistent at K = 64: 0.512 at 512, 1.496 at 4096 (file 103).
+ * A tile block's time grows with its T, so the tile strategy's time is a staircase in n (one
+ * step per doubling of T past the SMs), while the warp strategy's grows smoothly; at small
+ * batches the warp items' latency on the tree's thin top loses. */
 #define FUSE_TILE_MAX_K 64
 #define FUSE_WARP_MAX_K PC_GPU_WARP_MAX_K
 
-/* Samples from which the warp strategy wins (at K = 16, 32 and 64 alike): where its items fill
- * the GPU many times over. */
-#define FUSE_WARP_MIN_N 2048
+/* The most samples per tile block before the warp strategy wins: 16 at K <= 16 (batch 2,048,
+ * T = 16: tile 0.151 against warp 0.157 ms), 8 above (T = 16 at 2,048: K = 32 0.353 against
+ * 0.290, K = 64 0.747 against 0.652; T = 8 at 1,024: tile 1.34-1.37x faster). So fuse switches
+ * to warp at 1,057 samples for K > 16 (2,048 before: 1.2x at K = 32 in between) and at 2,113
+ * for K <= 16, on 132 SMs. Where the tile strategy cannot take the circuit, the warp strategy
+ * takes every batch (at 512 it ran 1.1-2.7x faster than the persistent kernel, file 103). */
+static int fuse_tile_max_t(int K) { return K <= 16 ? 16 : 8; }
 
 static const char *choose_strategy(const pc_gpu_state *s) {
     return s->last_strategy ? s->last_strategy : s->tile_ok ? "tile" : "persistent";
@@ -565,7 +572,7 @@ static void choose_release(pc_gpu_state *s) {
 }
 
 static pc_status choose_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {
-    if (s->warp_ok && a->n >= FUSE_WARP_MIN_N) {
+    if (s->warp_ok && (!s->tile_ok || pc_gpu_fuse_tile_samples(s, a->n) > fuse_tile_max_t(s->K))) {
         s->last_strategy = "warp";
         return pc_gpu_fuse_warp_enqueue(s, a, stream);
     }

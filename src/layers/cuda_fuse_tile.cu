@@ -528,6 +528,10 @@ static int tile_samples(const pc_gpu_state *s, int64_t n) {
     return T;
 }
 
+extern "C" int pc_gpu_fuse_tile_samples(const pc_gpu_state *s, int64_t n) {
+    return tile_samples(s, n);
+}
+
 /* Samples per unit: as many as the block has up to 16 for K <= 16, else 4 (so that a lane
  * holds at most 8 elements of the product and 8 accumulators); more samples per unit spread
  * its fixed costs (plan lookups, the max, the exp(w) loads) over more outputs. */

@@ -216,14 +216,14 @@ static __device__ __forceinline__ size_t warp_row(const warp_rows &r, int i, int
  * sources U at a time, whose loads all travel before the first sum; m = max per
  * row over the row's four lanes; ed = exp(p - m) (0 past K, past n and where m = -inf) for the
  * product; o = the children's offsets + m. */
-template <int KP, bool V4>
+template <int KP, bool V4, bool KX>
 static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const pc_gpu_group &g,
                                                    int t, warp_rows &wr, const int (&rr)[2],
                                                    const bool (&ok)[2], int g8, int k0,
                                                    int lane, bool active,
                                                    double (&ed)[2][KP / 4], double (&o)[2]) {
     constexpr int NQ = KP / 16, RA = KP <= 32 ? 2 : 1, U = WARP_BOTTOM_U;
-    const int K = a.K, nc = active ? g.child_end - g.child_begin : 0;
+    const int K = KX ? KP : a.K, nc = active ? g.child_end - g.child_begin : 0;
     const int nb = active ? wr.nb : 0; /* the bottom's variables: 0 .. nb - 1 */
     /* A long run of variables (MNIST's group of 101): its last nwide, UWB at a time, 32 floats
      * in flight per lane (K = 16: 4 variables against U = 2); the rest U at a time. */
@@ -409,7 +409,7 @@ static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const war
  * copies and their barriers are the block's); `active` is false for a warp whose tile lies
  * past the batch. `carry` is the warp's [16][warp_ld] buffer in which a group hands its
  * product to the next group of the chain, before the log; `srow` its staged input rows. */
-template <int KP, bool V4>
+template <int KP, bool V4, bool KX>
 static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, bool active,
                                   float *ws, float *carry, int *srow) {
     constexpr int NT = KP / 8; /* 8-wide n-tiles of outputs */
@@ -417,7 +417,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
      * (batches 1,024-4,096: K = 32 1.01-1.04x, K = 64 1.02-1.03x, K = 16 level). */
     constexpr int NP = 2;
     constexpr int LD = warp_ld<KP>();
-    const int g8 = lane >> 2, t4 = lane & 3, K = a.K, k0 = t4 * (KP / 4);
+    const int g8 = lane >> 2, t4 = lane & 3, K = KX ? KP : a.K, k0 = t4 * (KP / 4);
     const int cb = __ldg(a.chain_begin + c), ce = __ldg(a.chain_begin + c + 1);
     /* Rows as int (n is an int32): fewer registers for the state kept through a chain. */
     const int b0 = t * WARP_ROWS;
@@ -451,7 +451,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
         /* 1.-3. The product's operand ed (FP64, max 1 or in [1, 2) per row) and o. */
         double ed[2][KP / 4];
         if (m == cb) {
-            warp_bottom<KP, V4>(a, g, t, wr, rr, ok, g8, k0, lane, active, ed, o);
+            warp_bottom<KP, V4, KX>(a, g, t, wr, rr, ok, g8, k0, lane, active, ed, o);
             if (active && !top) warp_window<KP>(a, wr, wr.nb, wr.nv - wr.nb, wr.nv, lane);
         } else {
             warp_link<KP>(a, wr, vi0, vi1, g8, k0, active, carry, ed, o);
@@ -554,7 +554,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
  * 4,096; K = 16 1.06-1.15x with 6 instead of 8, and with the staged rows 1.07-1.10x with 5
  * instead of 6; K = 32 level or slower with 3 or 4): an item's latency on the tree's critical
  * path counts more than the warps in flight. Dynamic shared memory: warp_smem_bytes<KP>(). */
-template <int KP, bool V4>
+template <int KP, bool V4, bool KX>
 static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 3 : 5)
     warp_kernel(pc_gpu_args a, int total) {
     const int lane = threadIdx.x & 31;
@@ -580,7 +580,7 @@ static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 3 : 5)
         if (threadIdx.x == 0) next = atomicAdd(a.queue, 1);
         const int t = (item % gangs) * W + warp;
         if (warp_smem_w<KP>() || t < a.tiles)
-            warp_chain<KP, V4>(a, __ldg(a.chain_queue + item / gangs), t, lane, t < a.tiles, ws,
+            warp_chain<KP, V4, KX>(a, __ldg(a.chain_queue + item / gangs), t, lane, t < a.tiles, ws,
                                carry, srow);
         if (threadIdx.x == 0) s_item[it] = next;
         __syncthreads();
@@ -590,11 +590,17 @@ static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 3 : 5)
 
 typedef void (*warp_fn)(pc_gpu_args, int);
 
+/* The kernel for K: at K = 64 its KX form (no column checks, constant row strides: batches
+ * 2,048-4,096 1.02-1.03x, results file 104); not at K = 16, where that form's loads spill 200
+ * bytes (0.70-0.80x), nor at 32 (0.97-1.03x). */
+template <int KP> static warp_fn warp_pick_kp(int K) {
+    if constexpr (KP == 64)
+        if (K == KP) return warp_kernel<KP, true, true>;
+    return K % 4 == 0 ? warp_kernel<KP, true, false> : warp_kernel<KP, false, false>;
+}
+
 static warp_fn warp_pick(int K) {
-    const bool v4 = K % 4 == 0;
-    if (K <= 16) return v4 ? warp_kernel<16, true> : warp_kernel<16, false>;
-    if (K <= 32) return v4 ? warp_kernel<32, true> : warp_kernel<32, false>;
-    return v4 ? warp_kernel<64, true> : warp_kernel<64, false>;
+    return K <= 16 ? warp_pick_kp<16>(K) : K <= 32 ? warp_pick_kp<32>(K) : warp_pick_kp<64>(K);
 }
 
 static size_t warp_smem(int K) {
