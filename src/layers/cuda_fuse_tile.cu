@@ -246,20 +246,23 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
     constexpr int UW = tile_wide_unroll<TS * NJ>();
     const int nvar = g.var_end - g.var_begin;
     const int nwide = UW > U && nvar >= 2 * UW ? nvar / UW * UW : 0, nrest = nsrc - nwide;
+    /* the lane's elements of the input rows of the group's variable i (its samples' codes pick
+     * the rows) */
+    const auto load_var = [&](int i, float (&val)[TS][NJ]) {
+        const unsigned v = (unsigned)plan.vars[g.var_begin + i];
+#pragma unroll
+        for (int s = 0; s < TS; s++) {
+            const unsigned code = my_codes[tile_code_at<NJ>(SG * s, (int)v, T, V)];
+            const float *row = in0 + (size_t)(v * C1 + code) * Ku;
+#pragma unroll
+            for (int n = 0; n < NJ; n++)
+                val[s][n] = row_ok[s] && col_ok[n] ? __ldg(row + 32 * n) : 0.0f;
+        }
+    };
     if constexpr (UW > U) for (int i0 = nrest; i0 < nsrc; i0 += UW) {
         float val[UW][TS][NJ];
 #pragma unroll
-        for (int u = 0; u < UW; u++) {
-            const unsigned v = (unsigned)plan.vars[g.var_begin + i0 + u - nch];
-#pragma unroll
-            for (int s = 0; s < TS; s++) {
-                const unsigned code = my_codes[tile_code_at<NJ>(SG * s, (int)v, T, V)];
-                const float *row = in0 + (size_t)(v * C1 + code) * Ku;
-#pragma unroll
-                for (int n = 0; n < NJ; n++)
-                    val[u][s][n] = row_ok[s] && col_ok[n] ? __ldg(row + 32 * n) : 0.0f;
-            }
-        }
+        for (int u = 0; u < UW; u++) load_var(i0 + u - nch, val[u]);
 #pragma unroll
         for (int u = 0; u < UW; u++)
 #pragma unroll
@@ -285,15 +288,7 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
                             row_ok[s] && col_ok[n] ? rel[(size_t)SG * s * K + 32 * n] : 0.0f;
                 if (own_off) ov[u] = off0[(size_t)slot * chunk];
             } else if (i < nrest) {
-                const unsigned v = (unsigned)plan.vars[g.var_begin + i - nch];
-#pragma unroll
-                for (int s = 0; s < TS; s++) {
-                    const unsigned code = my_codes[tile_code_at<NJ>(SG * s, (int)v, T, V)];
-                    const float *row = in0 + (size_t)(v * C1 + code) * Ku;
-#pragma unroll
-                    for (int n = 0; n < NJ; n++)
-                        val[u][s][n] = row_ok[s] && col_ok[n] ? __ldg(row + 32 * n) : 0.0f;
-                }
+                load_var(i - nch, val[u]);
             } else {
 #pragma unroll
                 for (int s = 0; s < TS; s++)
