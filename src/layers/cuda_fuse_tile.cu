@@ -517,14 +517,10 @@ typedef void (*tile_fn)(pc_gpu_args, int, const int32_t *);
 
 /* Samples per block for n: the fewest (at least 4) that leave no more blocks than SMs, at most
  * TILE_MAX_T. */
-static int tile_samples(const pc_gpu_state *s, int64_t n) {
+extern "C" int pc_gpu_fuse_tile_samples(const pc_gpu_state *s, int64_t n) {
     int T = 4;
     while (T < TILE_MAX_T && (n + T - 1) / T > s->sms) T *= 2;
     return T;
-}
-
-extern "C" int pc_gpu_fuse_tile_samples(const pc_gpu_state *s, int64_t n) {
-    return tile_samples(s, n);
 }
 
 /* Samples per unit: as many as the block has up to 16 for K <= 16, else 4 (so that a lane
@@ -604,7 +600,7 @@ static pc_status tile_configure(pc_gpu_state *s) {
 extern "C" pc_status pc_gpu_fuse_tile_enqueue(pc_gpu_state *s, const pc_gpu_args *a,
                                               cudaStream_t stream) {
     pc_status st = PC_OK;
-    const int T = tile_samples(s, a->n), tw = tile_tw(s->K, T);
+    const int T = pc_gpu_fuse_tile_samples(s, a->n), tw = tile_tw(s->K, T);
     const unsigned grid = (unsigned)((a->n + T - 1) / T);
     const size_t smem = tile_smem(s->G, s->V, s->K, T, tw);
     int ti = 0;
