@@ -354,6 +354,37 @@ static void test_split_layers(void **state) {
     assert_true(split > 0 && split < 13);
 }
 
+/* The tile strategy's samples per block against their definition, and fuse's switch to the
+ * warp strategy where the measurements put it (132 SMs: 1,057 samples at K > 16, 2,113 at
+ * K <= 16). */
+static void test_fuse_choice(void **state) {
+    (void)state;
+    for (int rep = 0; rep < 5000; rep++) {
+        const int32_t sms = (int32_t)pc_hr_int(1, 200);
+        const int64_t n = pc_hr_int(1, 20000);
+        int32_t want = 4;
+        while (want < PC_GPU_TILE_MAX_T && (n + want - 1) / want > sms) want *= 2;
+        const int32_t got = pc_gpu_tile_samples(n, sms);
+        if (got != want || (got < PC_GPU_TILE_MAX_T && got * (int64_t)sms < n))
+            fail_msg("n = %lld on %d SMs: %d samples per block, want %d", (long long)n, sms,
+                     got, want);
+    }
+    assert_int_equal(pc_gpu_tile_samples(528, 132), 4);
+    assert_int_equal(pc_gpu_tile_samples(529, 132), 8);
+    assert_int_equal(pc_gpu_tile_samples(1 << 20, 132), PC_GPU_TILE_MAX_T);
+    for (int32_t K = 17; K <= 64; K++) {
+        assert_false(pc_gpu_fuse_takes_warp(K, 512, 132));
+        assert_false(pc_gpu_fuse_takes_warp(K, 1056, 132));
+        assert_true(pc_gpu_fuse_takes_warp(K, 1057, 132));
+        assert_true(pc_gpu_fuse_takes_warp(K, 4096, 132));
+    }
+    for (int32_t K = 1; K <= 16; K++) {
+        assert_false(pc_gpu_fuse_takes_warp(K, 1057, 132));
+        assert_false(pc_gpu_fuse_takes_warp(K, 2112, 132));
+        assert_true(pc_gpu_fuse_takes_warp(K, 2113, 132));
+    }
+}
+
 static void test_bad_arguments(void **state) {
     (void)state;
     int32_t slots = 0;
@@ -375,6 +406,7 @@ int main(void) {
         cmocka_unit_test(test_random_circuits),
         cmocka_unit_test(test_mnist_model),
         cmocka_unit_test(test_split_layers),
+        cmocka_unit_test(test_fuse_choice),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

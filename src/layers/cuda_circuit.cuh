@@ -246,8 +246,6 @@ pc_status pc_gpu_fuse_tile_upload(pc_gpu_state *s);
 size_t pc_gpu_fuse_tile_bytes(const pc_gpu_state *s, int64_t chunk);
 void pc_gpu_fuse_tile_release(pc_gpu_state *s);
 pc_status pc_gpu_fuse_tile_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream);
-/* Samples per block the tile strategy would take for a forward pass of n samples. */
-int pc_gpu_fuse_tile_samples(const pc_gpu_state *s, int64_t n);
 
 #ifdef __cplusplus
 }

@@ -514,8 +514,8 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
 
 /* fuse's own choice, per forward pass of n samples:
  *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 where the tile strategy would put
- *     more than fuse_tile_max_t(K) samples in a block: enough warp items to fill the GPU,
- *     each without a barrier;
+ *     more than 8 samples in a block (16 at K <= 16): enough warp items to fill the GPU, each
+ *     without a barrier;
  *   - else the tile strategy (no waits between blocks) up to K = 64;
  *   - else the persistent kernel.
  * Measured on the H200 (MNIST tree), ms per forward pass at batch 1024 / 2048 / 3072 / 4096
@@ -529,14 +529,6 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
  * batches the warp items' latency on the tree's thin top loses. */
 #define FUSE_TILE_MAX_K 64
 #define FUSE_WARP_MAX_K PC_GPU_WARP_MAX_K
-
-/* The most samples per tile block before the warp strategy wins: 16 at K <= 16 (batch 2,048,
- * T = 16: tile 0.151 against warp 0.157 ms), 8 above (T = 16 at 2,048: K = 32 0.353 against
- * 0.290, K = 64 0.747 against 0.652; T = 8 at 1,024: tile 1.34-1.37x faster). So fuse switches
- * to warp at 1,057 samples for K > 16 (2,048 before: 1.2x at K = 32 in between) and at 2,113
- * for K <= 16, on 132 SMs. Where the tile strategy cannot take the circuit, the warp strategy
- * takes every batch (at 512 it ran 1.1-2.7x faster than the persistent kernel, file 103). */
-static int fuse_tile_max_t(int K) { return K <= 16 ? 16 : 8; }
 
 static const char *choose_strategy(const pc_gpu_state *s) {
     return s->last_strategy ? s->last_strategy : s->tile_ok ? "tile" : "persistent";
@@ -571,8 +563,15 @@ static void choose_release(pc_gpu_state *s) {
     pc_gpu_fuse_warp_release(s);
 }
 
+/* Between tile and warp, pc_gpu_fuse_takes_warp (gpu_plan.h): warp once a tile block would
+ * hold more than 16 samples at K <= 16 (batch 2,048, T = 16: tile 0.151 against warp 0.157 ms),
+ * more than 8 above (T = 16 at 2,048: K = 32 0.353 against 0.290, K = 64 0.747 against 0.652;
+ * T = 8 at 1,024: tile 1.34-1.37x faster). So fuse switches to warp at 1,057 samples for
+ * K > 16 (2,048 before: 1.2x at K = 32 in between) and at 2,113 for K <= 16, on 132 SMs. Where
+ * the tile strategy cannot take the circuit, the warp strategy takes every batch (at 512 it ran
+ * 1.1-2.7x faster than the persistent kernel, file 103). */
 static pc_status choose_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {
-    if (s->warp_ok && (!s->tile_ok || pc_gpu_fuse_tile_samples(s, a->n) > fuse_tile_max_t(s->K))) {
+    if (s->warp_ok && (!s->tile_ok || pc_gpu_fuse_takes_warp(s->K, a->n, s->sms))) {
         s->last_strategy = "warp";
         return pc_gpu_fuse_warp_enqueue(s, a, stream);
     }

@@ -43,7 +43,7 @@
 #define TILE_WARPS (TILE_THREADS / 32)
 /* Largest K and the most samples per block (T = TW x units per group). */
 #define TILE_MAX_K 64
-#define TILE_MAX_T 32
+#define TILE_MAX_T PC_GPU_TILE_MAX_T
 /* Shared memory the strategy may take per block (the rest of the SM's 228 KB stays L1). */
 #define TILE_SMEM_CAP (160 * 1024)
 /* Layers of at most this many slices (groups x T / TW) run each slice as parts of one sample
@@ -515,14 +515,6 @@ static __global__ void __launch_bounds__(TILE_THREADS)
 
 typedef void (*tile_fn)(pc_gpu_args, int, const int32_t *);
 
-/* Samples per block for n: the fewest (at least 4) that leave no more blocks than SMs, at most
- * TILE_MAX_T. */
-extern "C" int pc_gpu_fuse_tile_samples(const pc_gpu_state *s, int64_t n) {
-    int T = 4;
-    while (T < TILE_MAX_T && (n + T - 1) / T > s->sms) T *= 2;
-    return T;
-}
-
 /* Samples per unit: as many as the block has up to 16 for K <= 16, else 4 (so that a lane
  * holds at most 8 elements of the product and 8 accumulators); more samples per unit spread
  * its fixed costs (plan lookups, the max, the exp(w) loads) over more outputs. */
@@ -600,7 +592,7 @@ static pc_status tile_configure(pc_gpu_state *s) {
 extern "C" pc_status pc_gpu_fuse_tile_enqueue(pc_gpu_state *s, const pc_gpu_args *a,
                                               cudaStream_t stream) {
     pc_status st = PC_OK;
-    const int T = pc_gpu_fuse_tile_samples(s, a->n), tw = tile_tw(s->K, T);
+    const int T = pc_gpu_tile_samples(a->n, s->sms), tw = tile_tw(s->K, T);
     const unsigned grid = (unsigned)((a->n + T - 1) / T);
     const size_t smem = tile_smem(s->G, s->V, s->K, T, tw);
     int ti = 0;

@@ -348,3 +348,13 @@ void pc_gpu_tile_thin_layers(const pc_circuit *c, int32_t per_group, int32_t max
         for (int32_t g = a; g < b; g++) split[g] = thin;
     }
 }
+
+int32_t pc_gpu_tile_samples(int64_t n, int32_t sms) {
+    int32_t T = 4;
+    while (T < PC_GPU_TILE_MAX_T && (n + T - 1) / T > sms) T *= 2;
+    return T;
+}
+
+int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms) {
+    return pc_gpu_tile_samples(n, sms) > (K <= 16 ? 16 : 8);
+}

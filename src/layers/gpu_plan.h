@@ -82,6 +82,18 @@ pc_status pc_gpu_tile_schedule(const pc_circuit *circuit, const pc_gpu_group *gr
 void pc_gpu_tile_thin_layers(const pc_circuit *circuit, int32_t per_group, int32_t max_slices,
                              uint8_t *split);
 
+/* The tile strategy's samples per block for a batch of n on `sms` SMs: the fewest, a power of
+ * two from 4, that leave no more blocks than SMs, at most PC_GPU_TILE_MAX_T (beyond, the blocks
+ * run in waves). */
+#define PC_GPU_TILE_MAX_T 32
+int32_t pc_gpu_tile_samples(int64_t n, int32_t sms);
+
+/* fuse's choice between its tile and warp strategies for K <= 64, where both take the circuit:
+ * warp (1) once a tile block would hold more than 16 samples at K <= 16, more than 8 above. A
+ * tile block's time grows with its samples, so the tile strategy's time is a staircase in n
+ * while the warp strategy's grows smoothly (the measurements are in cuda_fuse.cu). */
+int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms);
+
 /* The most variables of a group above a chain's bottom: the warp strategy multiplies such a
  * group's inputs into the message from below in FP64, one factor per variable, each 0 or at
  * least 2^-126, so at most 8 factors keep every nonzero product above FP64's 2^-1022. */
