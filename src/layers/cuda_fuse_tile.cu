@@ -206,7 +206,7 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
     bool col_ok[NJ], row_ok[TS];
 #pragma unroll
     for (int n = 0; n < NJ; n++) col_ok[n] = KX || jl + 32 * n < K;
-    /* the unit's samples that exist, in 32 bits (b0 < a.n) */
+    /* the unit's samples that exist, in 32 bits (none for a part past the batch's end) */
     const int rows = (int)(a.n - b0 < TW ? a.n - b0 : TW);
 #pragma unroll
     for (int s = 0; s < TS; s++) row_ok[s] = sg + SG * s < rows;
