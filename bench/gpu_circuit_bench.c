@@ -107,8 +107,9 @@ static void time_k(FILE *js, int *first, const int32_t *parent, const pc_data *t
         pc_eval_opts opts = {v->backend, maxb, 0};
         void *st = NULL;
         if (only && !in_list(only, v->label)) continue;
-        /* Above K = 64 fuse is the persistent strategy: no second timing of it. */
-        if (v->ops == &pc_backend_fuse_persistent_ops && K > 64) continue;
+        /* Above K = 128 (the tile strategy's largest) fuse is the persistent strategy: no
+         * second timing of it. */
+        if (v->ops == &pc_backend_fuse_persistent_ops && K > 128) continue;
         const pc_status cs = v->ops->create(c, &opts, &st);
         if (cs == PC_ERR_UNSUPPORTED &&
             (v->ops == &pc_backend_fuse_tile_ops || v->ops == &pc_backend_fuse_warp_ops))

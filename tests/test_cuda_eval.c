@@ -31,20 +31,21 @@
 static const pc_backend gpu_backends[] = {PC_BACKEND_FUSE, PC_BACKEND_INT, PC_BACKEND_GEMM};
 
 /* Every GPU path: the public backends (fuse picks a strategy by K and batch) and fuse's two
- * strategies forced, so both run on every shape the tile strategy takes (K <= 64). */
+ * strategies forced, so each runs on every shape it takes (tile K <= 128, warp K <= 64). */
 typedef struct variant {
     const char *name;
     pc_backend backend;
     const pc_backend_ops *ops; /* NULL: through pc_evaluator */
+    int32_t max_k;             /* a forced strategy may refuse larger K (0: takes every K) */
 } variant;
 
 static const variant variants[] = {
-    {"fuse", PC_BACKEND_FUSE, NULL},
-    {"fuse/tile", PC_BACKEND_FUSE, &pc_backend_fuse_tile_ops},
-    {"fuse/persistent", PC_BACKEND_FUSE, &pc_backend_fuse_persistent_ops},
-    {"fuse/warp", PC_BACKEND_FUSE, &pc_backend_fuse_warp_ops},
-    {"int", PC_BACKEND_INT, NULL},
-    {"gemm", PC_BACKEND_GEMM, NULL},
+    {"fuse", PC_BACKEND_FUSE, NULL, 0},
+    {"fuse/tile", PC_BACKEND_FUSE, &pc_backend_fuse_tile_ops, 128},
+    {"fuse/persistent", PC_BACKEND_FUSE, &pc_backend_fuse_persistent_ops, 0},
+    {"fuse/warp", PC_BACKEND_FUSE, &pc_backend_fuse_warp_ops, 64},
+    {"int", PC_BACKEND_INT, NULL, 0},
+    {"gemm", PC_BACKEND_GEMM, NULL, 0},
 };
 
 static void poison(double *p, int64_t n) {
@@ -86,7 +87,7 @@ static pc_status score(const pc_circuit *c, pc_backend backend, int64_t max_batc
 }
 
 /* Like score() for a variant; PC_ERR_UNSUPPORTED from a forced strategy means it does not
- * take this circuit (the tile strategy above K = 64). */
+ * take this circuit (K above the variant's max_k). */
 static pc_status score_variant(const pc_circuit *c, const variant *v, int64_t max_batch,
                                const uint8_t *x, const uint8_t *missing, int64_t n,
                                double *logp, size_t *peak) {
@@ -118,7 +119,7 @@ static void compare_all(const char *name, const pc_hclt *m, int64_t n, double mi
         const double tol = v->backend == PC_BACKEND_INT ? TOL_INT : TOL_EXACT;
         size_t peak = 0;
         const pc_status st = score_variant(c, v, n, x, missing, n, got, &peak);
-        if (st == PC_ERR_UNSUPPORTED && v->ops && c->num_latents > 64) continue;
+        if (st == PC_ERR_UNSUPPORTED && v->max_k && c->num_latents > v->max_k) continue;
         if (st != PC_OK) fail_msg("%s: %s: %s", name, v->name, pc_last_error());
         assert_true(peak > 0);
         double worst = 0.0, sum = 0.0;
@@ -187,6 +188,10 @@ static void test_shapes(void **state) {
         /* the persistent strategy's two configurations above K = 64 (from 2,048 samples FP32
          * items of 64 samples, below that tensor-core items at K <= 128 and 32-sample items at
          * K > 128), with the gather's 16-byte loads (K % 4 == 0) and without (K = 130) */
+        /* the tile strategy's four columns per lane (64 < K <= 128): K = 128 (its constant-stride
+         * form) with four samples per block, K = 96 with eight and zero probabilities */
+        {"K=128 random, n=500", 30, 4, 128, 0.3, 0, 0, 500, 0.1},
+        {"K=96 random, zeros, n=1000", 30, 3, 96, 0.3, 1, 0, 1000, 0.1},
         {"K=128 random, n=2100", 20, 4, 128, 0.3, 1, 0, 2100, 0.1},
         {"K=128 random, n=1900", 20, 4, 128, 0.3, 0, 0, 1900, 0.1},
         {"K=256 random, n=2049", 10, 3, 256, 0.3, 1, 0, 2049, 0.1},

@@ -354,9 +354,10 @@ static void test_split_layers(void **state) {
     assert_true(split > 0 && split < 13);
 }
 
-/* The tile strategy's samples per block against their definition, and fuse's switch to the
- * warp strategy where the measurements put it (132 SMs: 1,057 samples at K > 16, 2,113 at
- * K <= 16). */
+/* The tile strategy's samples per block against their definition, fuse's switch to the warp
+ * strategy where the measurements put it (132 SMs: 1,057 samples at K > 16, 2,113 at K <= 16),
+ * and above K = 64 its switch between tile and persistent (132 SMs: tile at 396-528 and
+ * 792-1,056 samples, where 4 or 8 per block keep at least 3/4 of the SMs busy). */
 static void test_fuse_choice(void **state) {
     (void)state;
     for (int rep = 0; rep < 5000; rep++) {
@@ -383,6 +384,17 @@ static void test_fuse_choice(void **state) {
         assert_false(pc_gpu_fuse_takes_warp(K, 2112, 132));
         assert_true(pc_gpu_fuse_takes_warp(K, 2113, 132));
     }
+    for (int32_t K = 1; K <= 64; K++)
+        for (int64_t n = 1; n <= 20000; n += 97) assert_true(pc_gpu_fuse_takes_tile(K, n, 132));
+    const int64_t tile_from[] = {396, 792}, tile_to[] = {528, 1056};
+    for (int32_t K = 65; K <= 300; K += 7)
+        for (int64_t n = 1; n <= 5000; n++) {
+            const int want = (n >= tile_from[0] && n <= tile_to[0]) ||
+                             (n >= tile_from[1] && n <= tile_to[1]);
+            if (pc_gpu_fuse_takes_tile(K, n, 132) != want)
+                fail_msg("K = %d, n = %lld: takes tile %d, want %d", K, (long long)n,
+                         pc_gpu_fuse_takes_tile(K, n, 132), want);
+        }
 }
 
 static void test_bad_arguments(void **state) {

@@ -139,7 +139,7 @@ fail:
     return st;
 }
 
-int pc_gpu_kp(int K) { return K <= 16 ? 16 : K <= 32 ? 32 : 64; }
+int pc_gpu_kp(int K) { return K <= 16 ? 16 : K <= 32 ? 32 : K <= 64 ? 64 : 128; }
 
 size_t pc_gpu_padded_w_bytes(const pc_gpu_state *s) {
     const size_t KP = (size_t)pc_gpu_kp(s->K);

@@ -516,7 +516,8 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
  *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 where the tile strategy would put
  *     more than 8 samples in a block (16 at K <= 16): enough warp items to fill the GPU, each
  *     without a barrier;
- *   - else the tile strategy (no waits between blocks) up to K = 64;
+ *   - else the tile strategy (no waits between blocks) up to K = 128, above K = 64 only at
+ *     4 or 8 samples per block with at least 3/4 of the SMs busy (pc_gpu_fuse_takes_tile);
  *   - else the persistent kernel.
  * Measured on the H200 (MNIST tree), ms per forward pass at batch 1024 / 2048 / 3072 / 4096
  * (results file 104; the tile strategy's samples per block T = 8 / 16 / 32 / 32):
@@ -526,8 +527,14 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
  *   persistent at K = 64: 0.512 at 512, 1.496 at 4096 (file 103).
  * A tile block's time grows with its T, so the tile strategy's time is a staircase in n (one
  * step per doubling of T past the SMs), while the warp strategy's grows smoothly; at small
- * batches the warp items' latency on the tree's thin top loses. */
-#define FUSE_TILE_MAX_K 64
+ * batches the warp items' latency on the tree's thin top loses. Above K = 64, at batch 256 /
+ * 512 / 768 / 1024 / 1536 / 2048 / 4096 (results file 109; T = 4 / 4 / 8 / 8 / 16 / 16 / 32,
+ * so 64 / 128 / 96 / 128 / 96 / 128 / 128 blocks on 132 SMs):
+ *   K = 96:  tile 0.623 / 0.641 / 1.096 / 1.107 / 2.126 / 2.151 / 4.079,
+ *            persistent 0.542 / 0.732 / 0.974 / 1.242 / 1.821 / 1.590 / 2.991;
+ *   K = 128: tile 0.668 / 0.700 / 1.231 / 1.256 / 2.405 / 2.451 / 4.840,
+ *            persistent 0.595 / 0.870 / 1.196 / 1.532 / 2.249 / 2.035 / 3.832. */
+#define FUSE_TILE_MAX_K 128
 #define FUSE_WARP_MAX_K PC_GPU_WARP_MAX_K
 
 static const char *choose_strategy(const pc_gpu_state *s) {
@@ -575,8 +582,9 @@ static pc_status choose_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStrea
         s->last_strategy = "warp";
         return pc_gpu_fuse_warp_enqueue(s, a, stream);
     }
-    s->last_strategy = s->tile_ok ? "tile" : "persistent";
-    return s->tile_ok ? pc_gpu_fuse_tile_enqueue(s, a, stream) : fuse_enqueue(s, a, stream);
+    const int tile = s->tile_ok && pc_gpu_fuse_takes_tile(s->K, a->n, s->sms);
+    s->last_strategy = tile ? "tile" : "persistent";
+    return tile ? pc_gpu_fuse_tile_enqueue(s, a, stream) : fuse_enqueue(s, a, stream);
 }
 
 static const pc_gpu_impl fuse_choose_impl = {

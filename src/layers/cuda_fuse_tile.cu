@@ -1,4 +1,4 @@
-/* `fuse` for K <= 64 (the "tile" strategy): each block scores its own T samples through the
+/* `fuse` for K <= 128 (the "tile" strategy): each block scores its own T samples through the
  * whole circuit, with no communication between blocks. Samples are independent, so a forward
  * pass is one kernel launch, and every link of the tree's dependency chain costs a flag in
  * shared memory instead of a launch or a wait on another block.
@@ -30,11 +30,12 @@
  * 32-bit offsets; K = 32 0.203 -> 0.157).
  *
  * Shapes: JW lanes across outputs (JW = smallest power of two >= K, at least 32 / TW) and
- * NJ = 1, or JW = 32 and NJ = 2 for 32 < K <= 64; KM = JW NJ >= K is the padded row; SG = 32 / JW
- * sample lanes, TS = TW / SG samples per lane, so each lane holds TS x NJ accumulators. Each
- * shape has a form for K = KM (KX: no column checks, constant row strides), which K = 16, 32
- * and 64 take: with it, 32-bit sample checks, the root's weights loaded once and the stores
- * predicated instead of branched around, batch 512 ran 1.05-1.08x faster (results file 100). */
+ * NJ = 1, or JW = 32 and NJ = 2 for 32 < K <= 64, NJ = 4 for 64 < K <= 128; KM = JW NJ >= K is
+ * the padded row; SG = 32 / JW sample lanes, TS = TW / SG samples per lane, so each lane holds
+ * TS x NJ accumulators. Each shape has a form for K = KM (KX: no column checks, constant row
+ * strides), which K = 16, 32, 64 and 128 take: with it, 32-bit sample checks, the root's
+ * weights loaded once and the stores predicated instead of branched around, batch 512 ran
+ * 1.05-1.08x faster (results file 100). */
 #include "layers/cuda_circuit.cuh"
 
 #include <stdlib.h>
@@ -42,7 +43,7 @@
 #define TILE_THREADS 512
 #define TILE_WARPS (TILE_THREADS / 32)
 /* Largest K and the most samples per block (T = TW x units per group). */
-#define TILE_MAX_K 64
+#define TILE_MAX_K 128
 #define TILE_MAX_T PC_GPU_TILE_MAX_T
 /* Shared memory the strategy may take per block (the rest of the SM's 228 KB stays L1). */
 #define TILE_SMEM_CAP (160 * 1024)
@@ -97,9 +98,10 @@ static __host__ __device__ constexpr int tile_parts_of(int ts) { return ts >= 4 
  * (a few sources) takes one round trip, MNIST's group of 101 variables a few more. Four rather
  * than eight for the smallest lanes: the MNIST tree averages 2.4 sources per group, and the
  * empty slots of a round of eight cost more than the rare second round (K = 16, batch 512:
- * 0.140 against 0.143 ms). */
+ * 0.140 against 0.143 ms). One at NJ = 4, whose 16 FP64 sums per lane leave no registers for
+ * more (two spill 48 bytes in its K = 128 form, one none). */
 template <int EM, int NJ> static constexpr int tile_src_unroll() {
-    return EM >= 8 && NJ == 1 ? 2 : 4; /* NJ = 1 also holds exp(w) in registers */
+    return NJ == 4 ? 1 : EM >= 8 && NJ == 1 ? 2 : 4; /* NJ = 1 also holds exp(w) in registers */
 }
 
 /* Variables a lane loads at once in a long run of them (MNIST's group of 101): 32 loads in
@@ -545,7 +547,8 @@ static tile_fn tile_pick(int K, int tw) {
                                                                     : tile_fn_for<8, 16, 1>(K);
     if (jw == 8) return tile_fn_for<4, 8, 1>(K);
     if (jw == 16) return tile_fn_for<4, 16, 1>(K);
-    return K <= 32 ? tile_fn_for<4, 32, 1>(K) : tile_fn_for<4, 32, 2>(K);
+    return K <= 32 ? tile_fn_for<4, 32, 1>(K) : K <= 64 ? tile_fn_for<4, 32, 2>(K)
+                                                         : tile_fn_for<4, 32, 4>(K);
 }
 
 /* The most shared memory any launch for this circuit takes (its codes grow with T). */

@@ -358,3 +358,8 @@ int32_t pc_gpu_tile_samples(int64_t n, int32_t sms) {
 int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms) {
     return pc_gpu_tile_samples(n, sms) > (K <= 16 ? 16 : 8);
 }
+
+int pc_gpu_fuse_takes_tile(int32_t K, int64_t n, int32_t sms) {
+    const int32_t T = pc_gpu_tile_samples(n, sms);
+    return K <= 64 || (T <= 8 && 4 * n >= 3 * (int64_t)T * sms);
+}

@@ -94,6 +94,14 @@ int32_t pc_gpu_tile_samples(int64_t n, int32_t sms);
  * while the warp strategy's grows smoothly (the measurements are in cuda_fuse.cu). */
 int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms);
 
+/* fuse's choice between its tile and persistent strategies: tile (1) at K <= 64; above, only
+ * where a tile block holds at most 8 samples and the blocks fill at least 3/4 of the SMs. At
+ * 64 < K <= 128 a block's time is the same for any batch of a given T, while the persistent
+ * kernel's grows with the batch: tile won with 97 % of the SMs busy and lost with 73 % or
+ * fewer, and lost at every batch of 16 or more samples per block (the measurements are in
+ * cuda_fuse.cu). */
+int pc_gpu_fuse_takes_tile(int32_t K, int64_t n, int32_t sms);
+
 /* The most variables of a group above a chain's bottom: the warp strategy multiplies such a
  * group's inputs into the message from below in FP64, one factor per variable, each 0 or at
  * least 2^-126, so at most 8 factors keep every nonzero product above FP64's 2^-1022. */
