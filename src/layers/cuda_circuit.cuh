@@ -135,7 +135,7 @@ struct pc_gpu_state {
     int32_t grid;          /* persistent grid size (fuse: below FUSE_LARGE_N samples) */
     int32_t grid_large;    /* fuse persistent: from FUSE_LARGE_N samples */
     int32_t sms;
-    int tile_ok;           /* fuse: runs the tile strategy (K <= 64 and the circuit fits) */
+    int tile_ok;           /* fuse: runs the tile strategy (K <= 128 and the circuit fits) */
     int warp_ok;           /* fuse: can run the warp strategy (K <= PC_GPU_WARP_MAX_K) */
     pc_gpu_chains chains;  /* the warp strategy's chains (host), when warp_ok */
     int32_t grid_warp;     /* fuse warp strategy: resident blocks */
@@ -200,7 +200,7 @@ void pc_gpu_fill_args(const pc_gpu_state *s, int64_t n, int buf, int has_missing
 pc_status pc_gpu_upload_wexp(pc_gpu_state *s);
 
 /* exp(trans_logw) of every group as the fuse tile and warp kernels read it: FP32, padded to
- * KP = pc_gpu_kp(K) (K <= 64), zero outside K x K (a padded j has no output, a padded k no
+ * KP = pc_gpu_kp(K) (K <= 128), zero outside K x K (a padded j has no output, a padded k no
  * input) and for the root. PC_GPU_W_ROWS: [g][j][k] (warp: a lane reads 16-byte words of an
  * output's row); PC_GPU_W_QUADS: [g][k / 4][j][k % 4] (tile: lane j reads its row's quads, so
  * a warp's 32 lanes read 512 consecutive bytes; the rows layout made every lane read its own
