@@ -516,8 +516,9 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
  *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 where the tile strategy would put
  *     more than 8 samples in a block (16 at K <= 16): enough warp items to fill the GPU, each
  *     without a barrier;
- *   - else the tile strategy (no waits between blocks) up to K = 128, above K = 64 only at
- *     4 or 8 samples per block with at least 3/4 of the SMs busy (pc_gpu_fuse_takes_tile);
+ *   - else the tile strategy (no waits between blocks) up to K = 64 and at K = 128; at
+ *     64 < K < 128 only at 4 or 8 samples per block with at least 3/4 of the SMs busy
+ *     (pc_gpu_fuse_takes_tile);
  *   - else the persistent kernel.
  * Measured on the H200 (MNIST tree), ms per forward pass at batch 1024 / 2048 / 3072 / 4096
  * (results file 104; the tile strategy's samples per block T = 8 / 16 / 32 / 32):
@@ -528,12 +529,14 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
  * A tile block's time grows with its T, so the tile strategy's time is a staircase in n (one
  * step per doubling of T past the SMs), while the warp strategy's grows smoothly; at small
  * batches the warp items' latency on the tree's thin top loses. Above K = 64, at batch 256 /
- * 512 / 768 / 1024 / 1536 / 2048 / 4096 (results file 109; T = 4 / 4 / 8 / 8 / 16 / 16 / 32,
- * so 64 / 128 / 96 / 128 / 96 / 128 / 128 blocks on 132 SMs):
- *   K = 96:  tile 0.623 / 0.641 / 1.096 / 1.107 / 2.126 / 2.151 / 4.079,
- *            persistent 0.542 / 0.732 / 0.974 / 1.242 / 1.821 / 1.590 / 2.991;
- *   K = 128: tile 0.668 / 0.700 / 1.231 / 1.256 / 2.405 / 2.451 / 4.840,
- *            persistent 0.595 / 0.870 / 1.196 / 1.532 / 2.249 / 2.035 / 3.832. */
+ * 384 / 512 / 768 / 1024 / 1536 / 2048 / 4096 (results file 113; T = 4 / 4 / 4 / 8 / 8 / 16 /
+ * 16 / 32, so 64 / 96 / 128 / 96 / 128 / 96 / 128 / 128 blocks on 132 SMs):
+ *   K = 96:  tile 0.583 / 0.601 / 0.617 / 1.015 / 1.034 / 1.903 / 1.919 / 3.569,
+ *            persistent 0.537 / 0.601 / 0.729 / 0.971 / 1.238 / 1.818 / 1.585 / 2.980;
+ *   K = 128: tile 0.503 / 0.517 / 0.532 / 0.944 / 0.955 / 1.851 / 1.879 / 3.697,
+ *            persistent 0.593 / 0.724 / 0.869 / 1.194 / 1.531 / 2.243 / 2.024 / 3.822.
+ * At K = 96 the tile kernel multiplies padded rows of 128 (its time is about K = 128's), while
+ * the persistent kernel's work shrinks with K squared. */
 #define FUSE_TILE_MAX_K 128
 #define FUSE_WARP_MAX_K PC_GPU_WARP_MAX_K
 

@@ -98,10 +98,12 @@ static __host__ __device__ constexpr int tile_parts_of(int ts) { return ts >= 4 
  * (a few sources) takes one round trip, MNIST's group of 101 variables a few more. Four rather
  * than eight for the smallest lanes: the MNIST tree averages 2.4 sources per group, and the
  * empty slots of a round of eight cost more than the rare second round (K = 16, batch 512:
- * 0.140 against 0.143 ms). One at NJ = 4, whose 16 FP64 sums per lane leave no registers for
- * more (two spill 48 bytes in its K = 128 form, one none). */
+ * 0.140 against 0.143 ms). Two at NJ = 4, although its 16 FP64 sums per lane then spill 40
+ * bytes at K = 128: one source per round (no spills) ran 1.28x slower at K = 128 and 1.02-1.06x
+ * at K = 96, its rounds of loads in a row (the MNIST tree's group of 101 variables took 211,000
+ * cycles in one unit), and four 1.03-1.15x slower than two (results files 112-113). */
 template <int EM, int NJ> static constexpr int tile_src_unroll() {
-    return NJ == 4 ? 1 : EM >= 8 && NJ == 1 ? 2 : 4; /* NJ = 1 also holds exp(w) in registers */
+    return NJ == 4 || (EM >= 8 && NJ == 1) ? 2 : 4; /* NJ = 1 also holds exp(w) in registers */
 }
 
 /* Variables a lane loads at once in a long run of them (MNIST's group of 101): 32 loads in

@@ -94,12 +94,13 @@ int32_t pc_gpu_tile_samples(int64_t n, int32_t sms);
  * while the warp strategy's grows smoothly (the measurements are in cuda_fuse.cu). */
 int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms);
 
-/* fuse's choice between its tile and persistent strategies: tile (1) at K <= 64; above, only
- * where a tile block holds at most 8 samples and the blocks fill at least 3/4 of the SMs. At
- * 64 < K <= 128 a block's time is the same for any batch of a given T, while the persistent
- * kernel's grows with the batch: tile won with 97 % of the SMs busy and lost with 73 % or
- * fewer, and lost at every batch of 16 or more samples per block (the measurements are in
- * cuda_fuse.cu). */
+/* fuse's choice between its tile and persistent strategies: tile (1) at K <= 64 and at K = 128
+ * (four full output columns per lane: it won at every batch measured, 256-4,096); at
+ * 64 < K < 128, whose padded rows the tile kernel multiplies in full while the persistent
+ * kernel's work shrinks with K squared, only where a tile block holds at most 8 samples and
+ * the blocks fill at least 3/4 of the SMs (K = 96: tile won with 97 % of the SMs busy, was
+ * level at 73 % with 4 samples per block, lost at 73 % with 8 and at 16 or more samples per
+ * block; the measurements are in cuda_fuse.cu). */
 int pc_gpu_fuse_takes_tile(int32_t K, int64_t n, int32_t sms);
 
 /* The most variables of a group above a chain's bottom: the warp strategy multiplies such a
