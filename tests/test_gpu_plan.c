@@ -356,9 +356,10 @@ static void test_split_layers(void **state) {
 
 /* The tile strategy's samples per block against their definition, fuse's switch to the warp
  * strategy where the measurements put it (132 SMs: 1,057 samples at K > 16, 2,113 at K <= 16),
- * and above K = 64 its switch between tile and persistent (tile at every batch at K = 128; on
- * 132 SMs at 396-528 and 792-1,056 samples between, where 4 or 8 per block keep at least 3/4
- * of the SMs busy; never above K = 128, which the tile strategy does not take). */
+ * and above K = 64 its switch between tile and persistent (on 132 SMs: at K = 128 tile up to
+ * 8,448 samples, two waves of 32-sample blocks; between, at 396-528 and 792-1,056 samples,
+ * where 4 or 8 per block keep at least 3/4 of the SMs busy; never above K = 128, which the
+ * tile strategy does not take). */
 static void test_fuse_choice(void **state) {
     (void)state;
     for (int rep = 0; rep < 5000; rep++) {
@@ -389,9 +390,10 @@ static void test_fuse_choice(void **state) {
         for (int64_t n = 1; n <= 20000; n += 97) assert_true(pc_gpu_fuse_takes_tile(K, n, 132));
     const int64_t tile_from[] = {396, 792}, tile_to[] = {528, 1056};
     for (int32_t K = 65; K <= 300; K += K == 120 ? 8 : 5) /* 65, 70, ..., 120, 128, 133, ... */
-        for (int64_t n = 1; n <= 5000; n++) {
-            const int want = K == 128 || (K < 128 && ((n >= tile_from[0] && n <= tile_to[0]) ||
-                                                      (n >= tile_from[1] && n <= tile_to[1])));
+        for (int64_t n = 1; n <= 20000; n += n < 9000 ? 1 : 37) {
+            const int want = K == 128 ? n <= 8448
+                                      : K < 128 && ((n >= tile_from[0] && n <= tile_to[0]) ||
+                                                    (n >= tile_from[1] && n <= tile_to[1]));
             if (pc_gpu_fuse_takes_tile(K, n, 132) != want)
                 fail_msg("K = %d, n = %lld: takes tile %d, want %d", K, (long long)n,
                          pc_gpu_fuse_takes_tile(K, n, 132), want);

@@ -516,9 +516,9 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
  *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 where the tile strategy would put
  *     more than 8 samples in a block (16 at K <= 16): enough warp items to fill the GPU, each
  *     without a barrier;
- *   - else the tile strategy (no waits between blocks) up to K = 64 and at K = 128; at
- *     64 < K < 128 only at 4 or 8 samples per block with at least 3/4 of the SMs busy
- *     (pc_gpu_fuse_takes_tile);
+ *   - else the tile strategy (no waits between blocks) up to K = 64, at K = 128 up to two
+ *     waves of 32-sample blocks, and at 64 < K < 128 only at 4 or 8 samples per block with
+ *     at least 3/4 of the SMs busy (pc_gpu_fuse_takes_tile);
  *   - else the persistent kernel.
  * Measured on the H200 (MNIST tree), ms per forward pass at batch 1024 / 2048 / 3072 / 4096
  * (results file 104; the tile strategy's samples per block T = 8 / 16 / 32 / 32):
@@ -536,7 +536,9 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
  *   K = 128: tile 0.503 / 0.517 / 0.532 / 0.944 / 0.955 / 1.851 / 1.879 / 3.697,
  *            persistent 0.593 / 0.724 / 0.869 / 1.194 / 1.531 / 2.243 / 2.024 / 3.822.
  * At K = 96 the tile kernel multiplies padded rows of 128 (its time is about K = 128's), while
- * the persistent kernel's work shrinks with K squared. */
+ * the persistent kernel's work shrinks with K squared. At K = 128 and 8,192 / 16,384 samples
+ * (two and four waves of 32-sample blocks; file 114): tile 7.376 / 14.754, persistent 7.487 /
+ * 13.848. */
 #define FUSE_TILE_MAX_K 128
 #define FUSE_WARP_MAX_K PC_GPU_WARP_MAX_K
 

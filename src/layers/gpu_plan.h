@@ -94,8 +94,9 @@ int32_t pc_gpu_tile_samples(int64_t n, int32_t sms);
  * while the warp strategy's grows smoothly (the measurements are in cuda_fuse.cu). */
 int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms);
 
-/* fuse's choice between its tile and persistent strategies: tile (1) at K <= 64 and at K = 128
- * (four full output columns per lane: it won at every batch measured, 256-4,096); at
+/* fuse's choice between its tile and persistent strategies: tile (1) at K <= 64, and at K = 128
+ * (four full output columns per lane) up to two waves of blocks of PC_GPU_TILE_MAX_T samples
+ * (it won at every batch from 256 to 8,192, and lost at 16,384, four waves); at
  * 64 < K < 128, whose padded rows the tile kernel multiplies in full while the persistent
  * kernel's work shrinks with K squared, only where a tile block holds at most 8 samples and
  * the blocks fill at least 3/4 of the SMs (K = 96: tile won with 97 % of the SMs busy, was
