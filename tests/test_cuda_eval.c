@@ -185,13 +185,14 @@ static void test_shapes(void **state) {
         {"star V=300 K=17, n=2000", 300, 3, 17, 0.0, 1, 2, 2000, 0.1},
         {"star V=200 K=100, n=1000", 200, 3, 100, 0.0, 0, 2, 1000, 0.1},
         {"star V=100 K=200, n=700", 100, 3, 200, 0.0, 1, 2, 700, 0.1},
-        /* the persistent strategy's two configurations above K = 64 (from 2,048 samples FP32
-         * items of 64 samples, below that tensor-core items at K <= 128 and 32-sample items at
-         * K > 128), with the gather's 16-byte loads (K % 4 == 0) and without (K = 130) */
         /* the tile strategy's four columns per lane (64 < K <= 128): K = 128 (its constant-stride
          * form) with four samples per block, K = 96 with eight and zero probabilities */
         {"K=128 random, n=500", 30, 4, 128, 0.3, 0, 0, 500, 0.1},
         {"K=96 random, zeros, n=1000", 30, 3, 96, 0.3, 1, 0, 1000, 0.1},
+        /* the persistent strategy's two configurations above K = 64 (from 2,048 samples FP32
+         * items of 64 samples, below that tensor-core items at K <= 128 and 32-sample items at
+         * K > 128), with the gather's 16-byte loads (K % 4 == 0) and without (K = 130); the
+         * tile strategy's 16 samples per block at K = 128 */
         {"K=128 random, n=2100", 20, 4, 128, 0.3, 1, 0, 2100, 0.1},
         {"K=128 random, n=1900", 20, 4, 128, 0.3, 0, 0, 1900, 0.1},
         {"K=256 random, n=2049", 10, 3, 256, 0.3, 1, 0, 2049, 0.1},

@@ -360,8 +360,8 @@ int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms) {
 }
 
 int pc_gpu_fuse_takes_tile(int32_t K, int64_t n, int32_t sms) {
-    const int32_t T = pc_gpu_tile_samples(n, sms);
     if (K <= 64) return 1;
     if (K == 128) return n <= 2 * (int64_t)PC_GPU_TILE_MAX_T * sms;
+    const int32_t T = pc_gpu_tile_samples(n, sms);
     return K < 128 && T <= 8 && 4 * n >= 3 * (int64_t)T * sms;
 }
