@@ -1,13 +1,13 @@
 """Per-unit trace of the fuse tile strategy (bench/gpu_trace_device.sh).
 
 Reads the "TT" lines that a TILE_TRACE build prints when its evaluator is destroyed (one per
-unit of block 0 in the last forward pass, batch <= 528 so one slice per group: group, part,
-children, its warp, cycles before and after its waits and at its end, and two global
-timestamps) and prints the warps' busy and waiting cycles, the slowest units, and the critical
-path back from the root: at each unit, the child or the warp's previous unit that finished
-last ("c" or "w" after the unit in the list). A group split into parts (the thin layers) counts
-on the path as its part that finished last ("group.part" in the list), and a group's split
-parts as one slice for its parent.
+unit of block 0 in the last forward pass: group, slice of the block's samples, part, children,
+its warp, cycles before and after its waits and at its end, and two global timestamps) and
+prints the warps' busy and waiting cycles, the slowest units, and the critical path back from
+the root: at each unit, the child (of the same slice) or the warp's previous unit that
+finished last ("c" or "w" after the unit in the list). A slice split into parts (the thin
+layers) counts on the path as its part that finished last ("group.part" in the list; "/slice"
+where a group has several), and a slice's parts as one for its parent.
     usage: python3 tile_trace.py STDERR_FILE
 """
 import statistics as st
@@ -15,27 +15,29 @@ import sys
 
 
 def main(path):
-    U, last = {}, {}  # U by (group, part); last: each group's part that finished last
+    U, last = {}, {}  # U by (group, slice, part); last: each slice's part that finished last
     for line in open(path):
         if not line.startswith("TT "):
             continue
         f = line.split()[1:]
-        g, part, nch = int(f[0]), int(f[1]), int(f[2])
-        k = 4 + min(nch, 4)
-        ch = [int(x[1:]) for x in f[4:k]]
+        g, sl, part, nch = int(f[0]), int(f[1]), int(f[2]), int(f[3])
+        k = 5 + min(nch, 4)
+        ch = [int(x[1:]) for x in f[5:k]]
         w, c0, c1, c2, t1, t2 = [int(x) for x in f[k:k + 6]]
-        u = (g, part)
+        u = (g, sl, part)
         U[u] = dict(nch=nch, ch=ch, w=w, t1=t1, t2=t2, busy=c2 - c1, wait=c1 - c0)
-        if g not in last or t2 > U[last[g]]["t2"]:
-            last[g] = u
+        if (g, sl) not in last or t2 > U[last[(g, sl)]]["t2"]:
+            last[(g, sl)] = u
     if not U:
         sys.exit("no TT lines in %s (a TILE_TRACE build, fuse-tile?)" % path)
-    split = {g for g, part in U if part > 0}
-    if split:
-        print("groups", len(last), "of which split into parts", len(split))
+    split = {g for g, sl, part in U if part > 0}
+    slices = 1 + max(sl for g, sl, part in U)
+    print("groups", len({g for g, sl in last}), "x slices", slices,
+          "of which split into parts", len(split))
 
-    def name(u):  # group, or group.part for a part of a split slice
-        return "%d.%d" % u if u[0] in split else "%d" % u[0]
+    def name(u):  # group, group.part for a part of a split slice, /slice if several
+        g, sl, part = u
+        return ("%d.%d" % (g, part) if g in split else "%d" % g) + ("/%d" % sl if slices > 1 else "")
 
     t0 = min(r["t1"] for r in U.values())
     print("units", len(U), "span ns", max(r["t2"] for r in U.values()) - t0)
@@ -58,11 +60,15 @@ def main(path):
     top = sorted(U, key=lambda u: -U[u]["busy"])[:5]
     print("slowest units:", ", ".join("%s (%d cyc, %d ch)" % (name(u), U[u]["busy"], U[u]["nch"])
                                       for u in top))
-    u, path = max(U, key=lambda u: U[u]["t2"]), []
+    u, path, seen = max(U, key=lambda u: U[u]["t2"]), [], set()
     while u is not None:
+        if u in seen:  # a record that does not fit the schedule: stop rather than loop
+            print("critical path: unit %s twice, the walk stops there" % name(u))
+            break
+        seen.add(u)
         r, pw = U[u], prev[u]
         pw_t = U[pw]["t2"] if pw is not None else t0
-        chs = [last[c] for c in r["ch"] if c in last]
+        chs = [last[(c, u[1])] for c in r["ch"] if (c, u[1]) in last]
         cm = max(chs, key=lambda c: U[c]["t2"]) if chs else None
         if cm is not None and U[cm]["t2"] >= pw_t:
             path.append((u, "c", r["t1"] - U[cm]["t2"], r["busy"]))
