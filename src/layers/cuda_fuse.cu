@@ -539,7 +539,6 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
  * the persistent kernel's work shrinks with K squared. At K = 128 and 8,192 / 16,384 samples
  * (two and four waves of 32-sample blocks; file 114): tile 7.376 / 14.754, persistent 7.487 /
  * 13.848. */
-#define FUSE_TILE_MAX_K 128
 #define FUSE_WARP_MAX_K PC_GPU_WARP_MAX_K
 
 static const char *choose_strategy(const pc_gpu_state *s) {
@@ -549,7 +548,7 @@ static const char *choose_strategy(const pc_gpu_state *s) {
 /* The persistent kernel's tiles and buffers, plus the tile and warp kernels' where they fit. */
 static pc_status choose_configure(pc_gpu_state *s) {
     pc_status st = fuse_configure(s);
-    if (st == PC_OK && s->K <= FUSE_TILE_MAX_K && pc_gpu_fuse_tile_fits(s->circuit)) {
+    if (st == PC_OK && pc_gpu_fuse_tile_fits(s->circuit)) { /* K <= 128, shared memory */
         if ((st = pc_gpu_fuse_tile_prepare(s))) return st;
         s->tile_ok = 1;
     }
