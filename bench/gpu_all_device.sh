@@ -3,11 +3,13 @@
 # (test_cuda_lse, test_logprob_cuda, test_cuda_eval, and test_gpu_log for the device log),
 # the circuit benchmark at K = 16, 32, 64, 128, 256 and batches 512, 4096 (with the
 # accuracy of fuse, int and gemm against ref on the MNIST test set for the shipped model and a
-# K = 64 model), then `pcinfer --kernel fuse models/mnist.h5 --compare ref` on the full test set.
+# K = 64 model), the exact product alone in cuBLAS at the same points (bench/gpu_product_floor.cu,
+# drawn and tabulated with the times), then `pcinfer --kernel fuse models/mnist.h5 --compare ref`
+# on the full test set.
 # Every step runs whatever the earlier ones did, under its own timeout; the summary printed last
 # gives each step's exit status (0 = passed, 124 = timed out, 77 = skipped, "-" = not built).
-# $OUT receives 8 files: build.log, tests.log, bench.log, table.md, gpu_circuit.json,
-# gpu_circuit.png, pcinfer.json, summary.txt.
+# $OUT receives 10 files: build.log, tests.log, bench.log, table.md, gpu_circuit.json,
+# gpu_circuit.png, product_floor.json, product_floor.md, pcinfer.json, summary.txt.
 # Needs, carried with the checkout: .device-deps (the cmocka .deb files) and .devdata/mnist
 # (the four MNIST .gz files). Run from the repository root; about 3 minutes on an H200 host.
 set -u
@@ -66,6 +68,23 @@ if [ -f "$build/libpc.a" ]; then
     note "gpu_circuit_bench: rc $? ($(since))"
 else
     note "gpu_circuit_bench: - (no library)"
+fi
+
+# ---- the exact product alone (cuBLAS) at the benchmark's points, then the plot again with it ----
+if [ -s "$OUT/gpu_circuit.json" ]; then
+    # The K x K sum groups: sum_params = G K^2 + K (the root's K weights).
+    groups=$(python3 -c 'import json, sys
+r = [x for x in json.load(open(sys.argv[1]))["results"] if x["kind"] == "timing"][0]
+print((r["sum_params"] - r["K"]) // (r["K"] * r["K"]))' "$OUT/gpu_circuit.json")
+    nvcc -O3 -arch=native bench/gpu_product_floor.cu -lcublas -o "$build/gpu_product_floor" \
+        >> "$OUT/build.log" 2>&1 &&
+        timeout 120 "$build/gpu_product_floor" "$groups" "$OUT/product_floor.json" \
+            > "$OUT/product_floor.md" 2>> "$OUT/bench.log"
+    note "gpu_product_floor ($groups groups): rc $? ($(since))"
+    [ -s "$OUT/product_floor.json" ] && python3 bench/gpu_circuit_plot.py "$OUT/gpu_circuit.json" \
+        "$OUT/gpu_circuit.png" "$OUT/product_floor.json" > "$OUT/table.md"
+else
+    note "gpu_product_floor: - (no benchmark results)"
 fi
 
 # ---- pcinfer, fuse against ref on the full MNIST test set ------------------------------------
