@@ -73,7 +73,7 @@ struct fuse_shape {
     }
 };
 
-/* An item shape with the product on the FP64 tensor cores (pc_gpu_dmma): the block's 8 warps
+/* An item shape with the product on the FP64 tensor cores (pc_gpu_dmma16): the block's 8 warps
  * in a WM x WN grid, each warp MT x NT tiles of 8 x 8 outputs. The mma's rows and columns are
  * permuted so that a lane's operands lie side by side in shared memory: m-tile mt's row g is
  * sample MT g + mt of the warp's rows, n-tile q NV + v's column c is output 8 NV q + NV c + v
@@ -90,7 +90,8 @@ struct fuse_mma_shape {
     static constexpr int LD = BM + 8, LDW = BN + 8;
     static_assert(WM * WN * 32 == FUSE_THREADS, "tile does not match the block");
     static_assert(BM % FUSE_FINE == 0, "items cover whole runs of the counters");
-    static_assert(BN % 8 == 0 && KC % 4 == 0 && MT <= 4 && NT % NV == 0, "mma tiling");
+    static_assert(BN % 8 == 0 && KC % 8 == 0 && MT % 2 == 0 && MT <= 4 && NT % NV == 0,
+                  "mma tiling");
     static size_t smem(int K) {
         return (size_t)K * LD * 4 + 2 * (size_t)KC * LDW * 4 + 2 * (size_t)BM * 8;
     }
@@ -212,12 +213,15 @@ static __device__ __forceinline__ void fuse_product_fp32(const pc_gpu_args &a, c
 /* The FP64 tensor-core product of a fuse_mma_shape item and its logs: exact sums of the FP32
  * operands' products, one FP32 log per output. Lane 4 g + t of warp (wm, wn) gives the mma
  * the inputs of samples r0 + mt (r0 = 8 MT wm + MT g) and the exp(w) of outputs c0 + 8 NV q + v
- * (c0 = 8 NT wn + NV g) at k = k0 + kk + t, for k-steps kk of 4. */
+ * (c0 = 8 NT wn + NV g) at k = k0 + kk + 4 j + t, for k-steps kk of 8 and slots j = 0, 1;
+ * m-tiles 2 p and 2 p + 1 are the rows g and g + 8 of one 16 x 8 x 8 mma (pc_gpu_dmma16,
+ * which runs at twice the rate of the 8 x 8 x 4 shape; its 16 x 8 x 16 form would hold twice
+ * the operands in registers). */
 template <class S>
 static __device__ __forceinline__ void fuse_product_mma(const pc_gpu_args &a, const float *w,
                                                         int64_t b0, int j0, const float *es,
                                                         float *ws, float *rel) {
-    constexpr int MT = S::MT, NT = S::NT, NV = S::NV;
+    constexpr int MT = S::MT, NT = S::NT, NV = S::NV, SL = 2;
     const int K = a.K, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g8 = lane >> 2, t4 = lane & 3;
     const int r0 = 8 * MT * (warp / S::WN) + MT * g8, c0 = 8 * NT * (warp % S::WN) + NV * g8;
@@ -228,31 +232,36 @@ static __device__ __forceinline__ void fuse_product_mma(const pc_gpu_args &a, co
         for (int jj = 0; jj < NT; jj++) acc[i][jj][0] = acc[i][jj][1] = 0.0;
     fuse_slices<S>(w, K, j0, ws, [&](const float *cur, int k0) {
 #pragma unroll
-        for (int kk = 0; kk < S::KC; kk += 4) {
-            /* es rows past K are not written: their k takes 0 (exp(w) there is 0 too). */
-            float av[MT], wv[NT];
-            if (k0 + kk + t4 < K) {
-                lds<MT>(av, es + (k0 + kk + t4) * S::LD + r0);
-            } else {
+        for (int kk = 0; kk < S::KC; kk += 4 * SL) {
+            double ad[MT][SL], wd[NT][SL];
 #pragma unroll
-                for (int i = 0; i < MT; i++) av[i] = 0.0f;
+            for (int j = 0; j < SL; j++) {
+                const int kl = kk + 4 * j + t4;
+                /* es rows past K are not written: their k takes 0 (exp(w) there is 0 too). */
+                float av[MT], wv[NT];
+                if (k0 + kl < K) {
+                    lds<MT>(av, es + (k0 + kl) * S::LD + r0);
+                } else {
+#pragma unroll
+                    for (int i = 0; i < MT; i++) av[i] = 0.0f;
+                }
+#pragma unroll
+                for (int q = 0; q < NT / NV; q++) {
+                    float v[NV];
+                    lds<NV>(v, cur + kl * S::LDW + c0 + 8 * NV * q);
+#pragma unroll
+                    for (int i = 0; i < NV; i++) wv[NV * q + i] = v[i];
+                }
+#pragma unroll
+                for (int i = 0; i < MT; i++) ad[i][j] = (double)av[i];
+#pragma unroll
+                for (int jj = 0; jj < NT; jj++) wd[jj][j] = (double)wv[jj];
             }
 #pragma unroll
-            for (int q = 0; q < NT / NV; q++) {
-                float v[NV];
-                lds<NV>(v, cur + (kk + t4) * S::LDW + c0 + 8 * NV * q);
+            for (int p = 0; p < MT; p += 2)
 #pragma unroll
-                for (int i = 0; i < NV; i++) wv[NV * q + i] = v[i];
-            }
-            double ad[MT], wd[NT];
-#pragma unroll
-            for (int i = 0; i < MT; i++) ad[i] = (double)av[i];
-#pragma unroll
-            for (int jj = 0; jj < NT; jj++) wd[jj] = (double)wv[jj];
-#pragma unroll
-            for (int i = 0; i < MT; i++)
-#pragma unroll
-                for (int jj = 0; jj < NT; jj++) pc_gpu_dmma(acc[i][jj], ad[i], wd[jj]);
+                for (int jj = 0; jj < NT; jj++)
+                    pc_gpu_dmma16<SL>(acc[p][jj], acc[p + 1][jj], ad[p], ad[p + 1], wd[jj]);
         }
     });
     /* acc[mt][NV q + v][h] is sample r0 + mt, output c0' + 8 NV q + NV (2 t + h) + v, where c0'
@@ -409,10 +418,14 @@ static fuse_config fuse_make(int K, double gain, double min_fill) {
  *            samples 0.963, FP32 items of 64 samples 1.129 (shorter items, shorter critical
  *            path); batch 4096: FP32 items of 64 samples at four blocks per SM 4.18, at three
  *            4.22, of 32 samples 4.99, the mma items of 32 samples 5.75 (two blocks per SM
- *            for their FP64 accumulators hide less of the gather);
+ *            for their FP64 accumulators hide less of the gather); with the mma at its full
+ *            rate (16 x 8 x 8), mma items of 64 samples x 128 outputs 4.74 against 3.83
+ *            (batch 2,048: 2.44 against 2.04);
  *   K = 256: wide items of 32 samples 1.897 / 12.48 at batch 512 / 4096, of 64 samples
  *            2.199 / 11.56 (more items for the critical path against half the exp(w) reads
- *            per sample).
+ *            per sample); mma items of 64 samples x 128 outputs (two per group and sample
+ *            tile, each with its own gather and exp) 13.75 against 11.29 at 4096, 7.22
+ *            against 6.23 at 2,048, and at batch 512 2.09 against 1.87.
  * Blocks per SM: more warps cover more of the gather's and the waits' latency, fewer registers
  * spill more: three (80 registers) up to K = 64 and four (64 registers, more spills) at large
  * batches, where the bottom layers' many items keep every block busy (K = 64, batch 4096: 1.96

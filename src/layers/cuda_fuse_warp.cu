@@ -31,18 +31,22 @@
  * results, files 61-62). The bottom then sums its inputs before the wait too, and its
  * children's messages after it (K = 16 1.07-1.16x).
  *
- * The product out[b, j] = sum_k e[b, k] exp(w[j, k]) runs as mma.m8n8k4.f64: FP64 products
+ * The product out[b, j] = sum_k e[b, k] exp(w[j, k]) runs as mma.m16n8k16.f64: FP64 products
  * and sums of the FP64 operands, so it is exact to far below FP32 (only e at a chain's bottom,
  * from an FP32 exp, exp(w) and the linear inputs in FP32, the FP32 product handed up a chain
  * and the FP32 log at its top round). A 3xTF32 product on the FP32 tensor cores was measured
  * first: they sum with truncation, a bias of about 1e-7 per output that added up to 3e-5 nats
- * over a chain of 300 groups (against 2e-6 for the FP32 paths), so it was dropped.
+ * over a chain of 300 groups (against 2e-6 for the FP32 paths), so it was dropped. The
+ * 16 x 8 x 16 shape replaced 8 x 8 x 4 (mma.m8n8k4), which the H200 runs at half the FP64
+ * tensor cores' rate (33 against 66 TFLOP/s, bench/gpu_dmma_rate.cu): batch 4,096 K = 64
+ * 1.21x (1.028 -> 0.848 ms), K = 32 1.09x, K = 16 1.05x.
  *
- * Register layout (lane = 4 g + t, g = 0..7, t = 0..3): the two 8-row mma tiles are samples
- * b0 + g and b0 + 8 + g; the lane holds k = t KP / 4 .. (t + 1) KP / 4 - 1 of both rows, so
- * the mma's k index t of k-step s stands for k = t KP / 4 + s (a permutation of k, the same
- * for A and B, so the sum is unchanged), and every lane loads its inputs and exp(w) as 16-byte
- * words. Outputs come back as (row g, columns 2t and 2t + 1 of each 8-wide n-tile). */
+ * Register layout (lane = 4 g + t, g = 0..7, t = 0..3): the mma's 16 rows are samples b0 + g
+ * and b0 + 8 + g; the lane holds k = t KP / 4 .. (t + 1) KP / 4 - 1 of both rows, so the
+ * mma's k slot j of lane t in k-step s stands for k = t KP / 4 + 4 s + j (a permutation of k,
+ * the same for A and B, so the sum is unchanged), and every lane loads its inputs and exp(w)
+ * as 16-byte words. Outputs come back as (row g or g + 8, columns 2t and 2t + 1 of each 8-wide
+ * n-tile). */
 #include "layers/cuda_circuit.cuh"
 
 #include <float.h>
@@ -413,8 +417,9 @@ template <int KP, bool V4, bool KX>
 static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, bool active,
                                   float *ws, float *carry, int *srow) {
     constexpr int NT = KP / 8; /* 8-wide n-tiles of outputs */
-    /* n-tiles per pass of the product: four independent mma chains in flight instead of two
-     * (batches 1,024-4,096: K = 32 1.01-1.04x, K = 64 1.02-1.03x, K = 16 level). */
+    /* n-tiles per pass of the product: two independent mma chains in flight (with the
+     * 8 x 8 x 4 shape four chains against two won 1.01-1.04x at K = 32 and 64; with the
+     * 16 x 8 x 16 shape four against two are level, 0.98-1.02x at batches 512-4,096). */
     constexpr int NP = 2;
     constexpr int LD = warp_ld<KP>();
     const int g8 = lane >> 2, t4 = lane & 3, K = KX ? KP : a.K, k0 = t4 * (KP / 4);
@@ -505,12 +510,9 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                         wv[np][0] = w.x, wv[np][1] = w.y, wv[np][2] = w.z, wv[np][3] = w.w;
                     }
 #pragma unroll
-                    for (int i = 0; i < 4; i++)
-#pragma unroll
-                        for (int np = 0; np < NP; np++) {
-                            pc_gpu_dmma(acc[np][0], ed[0][4 * s4 + i], wv[np][i]);
-                            pc_gpu_dmma(acc[np][1], ed[1][4 * s4 + i], wv[np][i]);
-                        }
+                    for (int np = 0; np < NP; np++)
+                        pc_gpu_dmma16<4>(acc[np][0], acc[np][1], &ed[0][4 * s4], &ed[1][4 * s4],
+                                         wv[np]);
                 }
 #pragma unroll
                 for (int np = 0; np < NP; np++) {

@@ -1,0 +1,192 @@
+/* How fast the FP64 tensor cores run each mma shape the warp strategy could use, and which
+ * register holds which matrix element. The warp strategy's product issues mma.m8n8k4.f64
+ * (SASS DMMA.8x8x4); sm_90 also has m16n8k4, m16n8k8 and m16n8k16 (DMMA.16x8x4, .16x8x8,
+ * .16x8x16: up to 8 times the multiply-adds per instruction). This measures, per shape, the
+ * FP64 FLOP/s of a grid whose warps issue independent mma back to back (8 accumulators per
+ * warp, 4 to 32 warps per SM), next to FFMA's FP32 rate, and first checks on one warp that
+ * the fragment layout below gives A B exactly (small integers, so FP64 sums are exact).
+ *
+ * Fragment layout checked (lane = 4 g + t; row.col; k slots j = 0 .. K/4 - 1):
+ *   A (M x K):  element 2 j + h (M = 16) or j (M = 8) at row g + 8 h, column t + 4 j
+ *   B (K x 8):  element j at row t + 4 j, column g
+ *   C (M x 8):  element 2 h + c at row g + 8 h, column 2 t + c
+ *
+ *   build: nvcc -O3 -arch=native bench/gpu_dmma_rate.cu -o gpu_dmma_rate
+ *   usage: gpu_dmma_rate   (no arguments; a markdown table on stdout, median of 10 runs) */
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CHECK(x)                                                                               \
+    do {                                                                                       \
+        cudaError_t e_ = (x);                                                                  \
+        if (e_ != cudaSuccess) {                                                               \
+            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                           \
+            exit(1);                                                                           \
+        }                                                                                      \
+    } while (0)
+
+#define CHAINS 8 /* independent accumulators per warp */
+
+/* One mma of shape M x 8 x K in FP64: d += a b. a: M K / 32 doubles, b: K / 4, d: M / 4. */
+template <int M, int K> struct dmma;
+template <> struct dmma<8, 4> {
+    static __device__ __forceinline__ void run(double (&d)[2], const double (&a)[1],
+                                               const double (&b)[1]) {
+        asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, "
+                     "{%0,%1};"
+                     : "+d"(d[0]), "+d"(d[1])
+                     : "d"(a[0]), "d"(b[0]));
+    }
+};
+template <> struct dmma<16, 4> {
+    static __device__ __forceinline__ void run(double (&d)[4], const double (&a)[2],
+                                               const double (&b)[1]) {
+        asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, "
+                     "{%6}, {%0,%1,%2,%3};"
+                     : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                     : "d"(a[0]), "d"(a[1]), "d"(b[0]));
+    }
+};
+template <> struct dmma<16, 8> {
+    static __device__ __forceinline__ void run(double (&d)[4], const double (&a)[4],
+                                               const double (&b)[2]) {
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                     : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+    }
+};
+template <> struct dmma<16, 16> {
+    static __device__ __forceinline__ void run(double (&d)[4], const double (&a)[8],
+                                               const double (&b)[4]) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7,%8,%9,%10,%11}, {%12,%13,%14,%15}, {%0,%1,%2,%3};"
+                     : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                     : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]),
+                       "d"(a[6]), "d"(a[7]), "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
+    }
+};
+
+/* One warp: D = A B with the layout of the header, A [M][K] and B [K][8] row-major, D [M][8]. */
+template <int M, int K>
+static __global__ void layout_check(const double *A, const double *B, double *D) {
+    const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
+    double a[M * K / 32], b[K / 4], d[M / 4] = {};
+    for (int j = 0; j < K / 4; j++) {
+        b[j] = B[(t + 4 * j) * 8 + g];
+        for (int h = 0; h < M / 8; h++) a[(M / 8) * j + h] = A[(g + 8 * h) * K + t + 4 * j];
+    }
+    dmma<M, K>::run(d, a, b);
+    for (int h = 0; h < M / 8; h++)
+        for (int c = 0; c < 2; c++) D[(g + 8 * h) * 8 + 2 * t + c] = d[2 * h + c];
+}
+
+template <int M, int K> static bool check_layout() {
+    std::vector<double> A(M * K), B(K * 8), D(M * 8, -1.0), R(M * 8, 0.0);
+    for (size_t i = 0; i < A.size(); i++) A[i] = (double)(rand() % 17 - 8);
+    for (size_t i = 0; i < B.size(); i++) B[i] = (double)(rand() % 17 - 8);
+    for (int r = 0; r < M; r++)
+        for (int c = 0; c < 8; c++)
+            for (int k = 0; k < K; k++) R[r * 8 + c] += A[r * K + k] * B[k * 8 + c];
+    double *dA, *dB, *dD;
+    CHECK(cudaMalloc(&dA, A.size() * sizeof(double)));
+    CHECK(cudaMalloc(&dB, B.size() * sizeof(double)));
+    CHECK(cudaMalloc(&dD, D.size() * sizeof(double)));
+    CHECK(cudaMemcpy(dA, A.data(), A.size() * sizeof(double), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dB, B.data(), B.size() * sizeof(double), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dD, D.data(), D.size() * sizeof(double), cudaMemcpyHostToDevice));
+    layout_check<M, K><<<1, 32>>>(dA, dB, dD);
+    CHECK(cudaGetLastError());
+    CHECK(cudaMemcpy(D.data(), dD, D.size() * sizeof(double), cudaMemcpyDeviceToHost));
+    CHECK(cudaFree(dA));
+    CHECK(cudaFree(dB));
+    CHECK(cudaFree(dD));
+    return D == R;
+}
+
+/* Every warp issues `iters` rounds of CHAINS independent mma. */
+template <int M, int K>
+static __global__ void dmma_rate(double *out, int iters, double x) {
+    double a[M * K / 32], b[K / 4], d[CHAINS][M / 4] = {};
+    for (int i = 0; i < M * K / 32; i++) a[i] = x + threadIdx.x + i;
+    for (int j = 0; j < K / 4; j++) b[j] = x - threadIdx.x - j;
+    for (int it = 0; it < iters; it++)
+#pragma unroll
+        for (int c = 0; c < CHAINS; c++) dmma<M, K>::run(d[c], a, b);
+    double s = 0.0;
+    for (int c = 0; c < CHAINS; c++)
+        for (int i = 0; i < M / 4; i++) s += d[c][i];
+    if (s == 12345.0) out[threadIdx.x] = s; /* keeps the work alive */
+}
+
+/* FP32 reference: every thread runs CHAINS independent FFMA chains. */
+static __global__ void ffma_rate(float *out, int iters, float x) {
+    float d[CHAINS];
+    for (int c = 0; c < CHAINS; c++) d[c] = x + c;
+    for (int it = 0; it < iters; it++)
+#pragma unroll
+        for (int c = 0; c < CHAINS; c++) d[c] = fmaf(d[c], 0.999f, 0.001f);
+    float s = 0.0f;
+    for (int c = 0; c < CHAINS; c++) s += d[c];
+    if (s == 12345.0f) out[threadIdx.x] = s;
+}
+
+template <class F> static double median_ms(F launch) {
+    cudaEvent_t a, b;
+    CHECK(cudaEventCreate(&a));
+    CHECK(cudaEventCreate(&b));
+    launch();
+    std::vector<float> ms(10);
+    for (float &m : ms) {
+        CHECK(cudaEventRecord(a));
+        launch();
+        CHECK(cudaEventRecord(b));
+        CHECK(cudaEventSynchronize(b));
+        CHECK(cudaEventElapsedTime(&m, a, b));
+    }
+    CHECK(cudaGetLastError());
+    CHECK(cudaEventDestroy(a));
+    CHECK(cudaEventDestroy(b));
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+template <int M, int K> static void shape_rows(int sms, double *out, const char *sass) {
+    const bool ok = check_layout<M, K>();
+    const int iters = 4096 * 128 / (M * K); /* the same FLOP per warp for every shape */
+    for (int warps : {4, 8, 16, 32}) {
+        const int blocks = sms * warps / 4;
+        const double ms = median_ms([&] { dmma_rate<M, K><<<blocks, 128>>>(out, iters, 1.0); });
+        const double flop = 2.0 * M * 8 * K * CHAINS * (double)iters * blocks * 4;
+        printf("| m%dn8k%d (%s) | %s | %d | %.4f | %.1f |\n", M, K, sass, ok ? "yes" : "NO",
+               warps, ms, flop / ms * 1e-9);
+    }
+}
+
+int main() {
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    const int sms = prop.multiProcessorCount;
+    printf("# %s, %d SMs\n\n", prop.name, sms);
+    printf("| instruction | layout as in the header | warps per SM | ms (median of 10) | "
+           "TFLOP/s |\n|---|---|---|---|---|\n");
+    double *out;
+    CHECK(cudaMalloc(&out, 1024 * sizeof(double)));
+    shape_rows<8, 4>(sms, out, "DMMA.8x8x4");
+    shape_rows<16, 4>(sms, out, "DMMA.16x8x4");
+    shape_rows<16, 8>(sms, out, "DMMA.16x8x8");
+    shape_rows<16, 16>(sms, out, "DMMA.16x8x16");
+    for (int warps : {4, 8, 16, 32}) {
+        const int blocks = sms * warps / 4, iters = 1 << 16;
+        const double ms = median_ms(
+            [&] { ffma_rate<<<blocks, 128>>>((float *)out, iters, 1.0f); });
+        const double flop = 2.0 * CHAINS * (double)iters * blocks * 128;
+        printf("| FFMA (FP32) | - | %d | %.4f | %.1f |\n", warps, ms, flop / ms * 1e-9);
+    }
+    CHECK(cudaFree(out));
+    return 0;
+}
