@@ -263,6 +263,20 @@ pc_status pc_gpu_fuse_tile_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaSt
 #define PC_GPU_MAX_THREADS 256
 #define PC_GPU_STATIC_SMEM (PC_GPU_MAX_THREADS * 4 + 64)
 
+/* FP32 <-> FP64 without the flush-to-zero fix-ups that --use_fast_math puts around each
+ * conversion (an FMUL, or a compare and an FMUL): an FP32 subnormal is flushed by the next FTZ
+ * instruction that takes it, and kept (more exactly) by the FP64 arithmetic. */
+static __device__ __forceinline__ double pc_gpu_f2d(float x) {
+    double r;
+    asm("cvt.f64.f32 %0, %1;" : "=d"(r) : "f"(x));
+    return r;
+}
+static __device__ __forceinline__ float pc_gpu_d2f(double x) {
+    float r;
+    asm("cvt.rn.f32.f64 %0, %1;" : "=f"(r) : "d"(x));
+    return r;
+}
+
 /* d += a b for one 16 x 8 x 4S FP64 tile on the tensor cores (mma.m16n8k8 for S = 2,
  * m16n8k16 for S = 4; products and sums in FP64). Lane 4 g + t gives, for its k slots
  * j = 0 .. S - 1 (k = t + 4 j), A[g][k] = a0[j], A[g + 8][k] = a1[j] and B[k][g] = b[j], and

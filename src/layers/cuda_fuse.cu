@@ -253,9 +253,9 @@ static __device__ __forceinline__ void fuse_product_mma(const pc_gpu_args &a, co
                     for (int i = 0; i < NV; i++) wv[NV * q + i] = v[i];
                 }
 #pragma unroll
-                for (int i = 0; i < MT; i++) ad[i][j] = (double)av[i];
+                for (int i = 0; i < MT; i++) ad[i][j] = pc_gpu_f2d(av[i]);
 #pragma unroll
-                for (int jj = 0; jj < NT; jj++) wd[jj][j] = (double)wv[jj];
+                for (int jj = 0; jj < NT; jj++) wd[jj][j] = pc_gpu_f2d(wv[jj]);
             }
 #pragma unroll
             for (int p = 0; p < MT; p += 2)
@@ -279,7 +279,7 @@ static __device__ __forceinline__ void fuse_product_mma(const pc_gpu_args &a, co
 #pragma unroll
                 for (int v = 0; v < NV; v++) {
                     const int j = cb + 8 * NV * q + NV * h + v;
-                    if (j < K) out[j] = pc_gpu_log((float)acc[i][NV * q + v][h]);
+                    if (j < K) out[j] = pc_gpu_log(pc_gpu_d2f(acc[i][NV * q + v][h]));
                 }
     }
 }

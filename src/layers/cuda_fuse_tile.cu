@@ -130,20 +130,6 @@ static __device__ __forceinline__ int tile_code_at(int t, int v, int T, int V) {
     return NJ == 1 ? v * T + t : t * V + v;
 }
 
-/* FP32 <-> FP64 without the flush-to-zero fix-ups that --use_fast_math puts around each
- * conversion (an FMUL, or a compare and an FMUL): an FP32 subnormal is flushed by the next FTZ
- * instruction that takes it, and these values are log-probabilities. */
-static __device__ __forceinline__ double tile_f2d(float x) {
-    double r;
-    asm("cvt.f64.f32 %0, %1;" : "=d"(r) : "f"(x));
-    return r;
-}
-static __device__ __forceinline__ float tile_d2f(double x) {
-    float r;
-    asm("cvt.rn.f32.f64 %0, %1;" : "=f"(r) : "d"(x));
-    return r;
-}
-
 /* m[s] = the max of m[s] over the JW lanes of a sample group, for each of the lane's TS
  * samples. With SCATTER and TS > 1 the first log2(TS) levels halve the values a lane holds
  * (each lane passes on the half its partner keeps: TS - 1 shuffles, not TS per level), the rest
@@ -272,7 +258,7 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
 #pragma unroll
             for (int s = 0; s < TS; s++)
 #pragma unroll
-                for (int n = 0; n < NJ; n++) p[s][n] += tile_f2d(val[u][s][n]);
+                for (int n = 0; n < NJ; n++) p[s][n] += pc_gpu_f2d(val[u][s][n]);
     }
     for (int i0 = 0; i0 < nrest; i0 += U) {
         float val[U][TS][NJ];
@@ -306,7 +292,7 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
 #pragma unroll
             for (int s = 0; s < TS; s++)
 #pragma unroll
-                for (int n = 0; n < NJ; n++) p[s][n] += tile_f2d(val[u][s][n]);
+                for (int n = 0; n < NJ; n++) p[s][n] += pc_gpu_f2d(val[u][s][n]);
         }
     }
     if (lane < TW) orow[lane] = o;
@@ -326,7 +312,7 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
         for (int n = 0; n < NJ; n++) {
             double v = p[s][n];
             if (root) v += root_w[n];
-            pf[s][n] = row_ok[s] && col_ok[n] ? tile_d2f(v) : -INFINITY;
+            pf[s][n] = row_ok[s] && col_ok[n] ? pc_gpu_d2f(v) : -INFINITY;
             m[s] = fmaxf(m[s], pf[s][n]);
         }
     }

@@ -271,7 +271,7 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
 #pragma unroll
                     for (int q = 0; q < NQ; q++)
 #pragma unroll
-                        for (int i = 0; i < 4; i++) p[h][q][i] += (double)v[u][h][q][i];
+                        for (int i = 0; i < 4; i++) p[h][q][i] += pc_gpu_f2d(v[u][h][q][i]);
         };
         /* The inputs depend on nothing: their loads overlap the children's wait. */
         if constexpr (UWB > U)
@@ -310,7 +310,7 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
 #pragma unroll
                     for (int q = 0; q < NQ; q++)
 #pragma unroll
-                        for (int i = 0; i < 4; i++) p[h][q][i] += (double)v[u][h][q][i];
+                        for (int i = 0; i < 4; i++) p[h][q][i] += pc_gpu_f2d(v[u][h][q][i]);
                 }
         }
 #pragma unroll
@@ -320,7 +320,7 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
             for (int q = 0; q < NQ; q++)
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
-                    e[q][i] = ok[h0 + h] && k0 + 4 * q + i < K ? (float)p[h][q][i] : -INFINITY;
+                    e[q][i] = ok[h0 + h] && k0 + 4 * q + i < K ? pc_gpu_d2f(p[h][q][i]) : -INFINITY;
                     x = fmaxf(x, e[q][i]);
                 }
             x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
@@ -329,8 +329,8 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
             for (int q = 0; q < NQ; q++)
 #pragma unroll
                 for (int i = 0; i < 4; i++)
-                    ed[h0 + h][4 * q + i] = x == -INFINITY ? 0.0 : (double)__expf(e[q][i] - x);
-            o[h0 + h] = x == -INFINITY ? -INFINITY : oh[h] + (double)x;
+                    ed[h0 + h][4 * q + i] = x == -INFINITY ? 0.0 : pc_gpu_f2d(__expf(e[q][i] - x));
+            o[h0 + h] = x == -INFINITY ? -INFINITY : oh[h] + pc_gpu_f2d(x);
         }
     }
 }
@@ -356,8 +356,8 @@ static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const war
             float4 c = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             if (active)
                 c = *reinterpret_cast<const float4 *>(carry + (g8 + 8 * h) * LD + k0 + 4 * q);
-            ed[h][4 * q] = c.x, ed[h][4 * q + 1] = c.y, ed[h][4 * q + 2] = c.z;
-            ed[h][4 * q + 3] = c.w;
+            ed[h][4 * q] = pc_gpu_f2d(c.x), ed[h][4 * q + 1] = pc_gpu_f2d(c.y);
+            ed[h][4 * q + 2] = pc_gpu_f2d(c.z), ed[h][4 * q + 3] = pc_gpu_f2d(c.w);
         }
     }
     const int nv = active ? vi1 - vi0 : 0;
@@ -387,8 +387,10 @@ static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const war
                 o[h] += mx[u][h];
 #pragma unroll
                 for (int q = 0; q < NQ; q++) {
-                    ed[h][4 * q] *= l[u][h][q].x, ed[h][4 * q + 1] *= l[u][h][q].y;
-                    ed[h][4 * q + 2] *= l[u][h][q].z, ed[h][4 * q + 3] *= l[u][h][q].w;
+                    ed[h][4 * q] *= pc_gpu_f2d(l[u][h][q].x);
+                    ed[h][4 * q + 1] *= pc_gpu_f2d(l[u][h][q].y);
+                    ed[h][4 * q + 2] *= pc_gpu_f2d(l[u][h][q].z);
+                    ed[h][4 * q + 3] *= pc_gpu_f2d(l[u][h][q].w);
                 }
             }
     }
@@ -507,7 +509,8 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                                                                  k0)[s4];
                         else
                             w = wreg[n0 + np][s4];
-                        wv[np][0] = w.x, wv[np][1] = w.y, wv[np][2] = w.z, wv[np][3] = w.w;
+                        wv[np][0] = pc_gpu_f2d(w.x), wv[np][1] = pc_gpu_f2d(w.y);
+                        wv[np][2] = pc_gpu_f2d(w.z), wv[np][3] = pc_gpu_f2d(w.w);
                     }
 #pragma unroll
                     for (int np = 0; np < NP; np++)
@@ -521,11 +524,11 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                     for (int h = 0; h < 2; h++) {
                         if (!top) {
                             *reinterpret_cast<float2 *>(carry + (g8 + 8 * h) * LD + j) =
-                                make_float2((float)acc[np][h][0], (float)acc[np][h][1]);
+                                make_float2(pc_gpu_d2f(acc[np][h][0]), pc_gpu_d2f(acc[np][h][1]));
                             continue;
                         }
-                        const float v0 = pc_gpu_log((float)acc[np][h][0]);
-                        const float v1 = pc_gpu_log((float)acc[np][h][1]);
+                        const float v0 = pc_gpu_log(pc_gpu_d2f(acc[np][h][0]));
+                        const float v1 = pc_gpu_log(pc_gpu_d2f(acc[np][h][1]));
                         if (ok[h] && j < K) out[h][j] = v0;
                         if (ok[h] && j + 1 < K) out[h][j + 1] = v1;
                     }
