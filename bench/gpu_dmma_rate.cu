@@ -13,21 +13,12 @@
  *
  *   build: nvcc -O3 -arch=native bench/gpu_dmma_rate.cu -o gpu_dmma_rate
  *   usage: gpu_dmma_rate   (no arguments; a markdown table on stdout, median of 10 runs) */
-#include <cuda_runtime.h>
+#include "gpu_check.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
-
-#define CHECK(x)                                                                               \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                           \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
 
 #define CHAINS 8 /* independent accumulators per warp */
 

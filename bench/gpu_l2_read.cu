@@ -5,22 +5,13 @@
  * the median time of 20 launches and the bytes the SMs read per second.
  *   build: nvcc -O3 -arch=sm_90 bench/gpu_l2_read.cu -o gpu_l2_read
  *   usage: gpu_l2_read  (no arguments; one line per point on stdout) */
-#include <cuda_runtime.h>
+#include "gpu_check.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <vector>
 
 #define THREADS 512
-
-#define CHECK(x)                                                                               \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                           \
-            return 1;                                                                          \
-        }                                                                                      \
-    } while (0)
 
 /* buf: n quads, n a power of two and a multiple of THREADS x IN_FLIGHT; out: one float per
  * block (keeps the loads alive). IN_FLIGHT: 16-byte loads per thread issued before their sum. */

@@ -23,22 +23,14 @@
  *          given OUT.json, the same rows as JSON; median of 20 runs after 3 warm-up runs,
  *          CUDA events. */
 #include <cublas_v2.h>
-#include <cuda_runtime.h>
+
+#include "gpu_check.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 
-#define CHECK(x)                                                                               \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                           \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
 #define CHECK_BLAS(x)                                                                          \
     do {                                                                                       \
         cublasStatus_t s_ = (x);                                                               \
