@@ -355,7 +355,7 @@ static void test_split_layers(void **state) {
 }
 
 /* The tile strategy's samples per block against their definition, fuse's switch to the warp
- * strategy where the measurements put it (132 SMs: 1,057 samples at K > 16, 2,113 at K <= 16),
+ * strategy where the measurements put it (from 1,057 samples on 132 SMs: more than 8 per block),
  * and above K = 64 its switch between tile and persistent (on 132 SMs: at K = 128 tile up to
  * 8,448 samples, two waves of 32-sample blocks; between, at 396-528 and 792-1,056 samples,
  * where 4 or 8 per block keep at least 3/4 of the SMs busy; never above K = 128, which the
@@ -375,16 +375,17 @@ static void test_fuse_choice(void **state) {
     assert_int_equal(pc_gpu_tile_samples(528, 132), 4);
     assert_int_equal(pc_gpu_tile_samples(529, 132), 8);
     assert_int_equal(pc_gpu_tile_samples(1 << 20, 132), PC_GPU_TILE_MAX_T);
-    for (int32_t K = 17; K <= 64; K++) {
-        assert_false(pc_gpu_fuse_takes_warp(K, 512, 132));
-        assert_false(pc_gpu_fuse_takes_warp(K, 1056, 132));
-        assert_true(pc_gpu_fuse_takes_warp(K, 1057, 132));
-        assert_true(pc_gpu_fuse_takes_warp(K, 4096, 132));
-    }
-    for (int32_t K = 1; K <= 16; K++) {
-        assert_false(pc_gpu_fuse_takes_warp(K, 1057, 132));
-        assert_false(pc_gpu_fuse_takes_warp(K, 2112, 132));
-        assert_true(pc_gpu_fuse_takes_warp(K, 2113, 132));
+    assert_false(pc_gpu_fuse_takes_warp(512, 132));
+    assert_false(pc_gpu_fuse_takes_warp(1056, 132));
+    assert_true(pc_gpu_fuse_takes_warp(1057, 132));
+    assert_true(pc_gpu_fuse_takes_warp(2112, 132));
+    assert_true(pc_gpu_fuse_takes_warp(4096, 132));
+    for (int rep = 0; rep < 5000; rep++) { /* warp exactly where a tile block would hold > 8 */
+        const int32_t sms = (int32_t)pc_hr_int(1, 200);
+        const int64_t n = pc_hr_int(1, 20000);
+        if (pc_gpu_fuse_takes_warp(n, sms) != (n > 8 * (int64_t)sms))
+            fail_msg("n = %lld on %d SMs: takes warp %d", (long long)n, sms,
+                     pc_gpu_fuse_takes_warp(n, sms));
     }
     for (int32_t K = 1; K <= 64; K++)
         for (int64_t n = 1; n <= 20000; n += 97) assert_true(pc_gpu_fuse_takes_tile(K, n, 132));

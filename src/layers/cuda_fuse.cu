@@ -527,8 +527,8 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
 
 /* fuse's own choice, per forward pass of n samples:
  *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 where the tile strategy would put
- *     more than 8 samples in a block (16 at K <= 16): enough warp items to fill the GPU, each
- *     without a barrier;
+ *     more than 8 samples in a block: enough warp items to fill the GPU, each without a
+ *     barrier;
  *   - else the tile strategy (no waits between blocks) up to K = 64, at K = 128 up to two
  *     waves of 32-sample blocks, and at 64 < K < 128 only at 4 or 8 samples per block with
  *     at least 3/4 of the SMs busy (pc_gpu_fuse_takes_tile);
@@ -588,14 +588,15 @@ static void choose_release(pc_gpu_state *s) {
 }
 
 /* Between tile and warp, pc_gpu_fuse_takes_warp (gpu_plan.h): warp once a tile block would
- * hold more than 16 samples at K <= 16 (batch 2,048, T = 16: tile 0.151 against warp 0.157 ms),
- * more than 8 above (T = 16 at 2,048: K = 32 0.353 against 0.290, K = 64 0.747 against 0.652;
- * T = 8 at 1,024: tile 1.34-1.37x faster). So fuse switches to warp at 1,057 samples for
- * K > 16 (2,048 before: 1.2x at K = 32 in between) and at 2,113 for K <= 16, on 132 SMs. Where
- * the tile strategy cannot take the circuit, the warp strategy takes every batch (at 512 it ran
- * 1.1-2.7x faster than the persistent kernel, file 103). */
+ * hold more than 8 samples, so from 1,057 samples on 132 SMs. Measured with the warp kernel's
+ * full-rate mma (results file 123), tile against warp: T = 8 (768-1,024 samples) tile
+ * 1.14-1.30x faster at K = 16-64; T = 16 (1,152-2,048) warp 1.00-1.08x faster at K = 16,
+ * 1.29-1.66x at K = 32 and 64. (With the half-rate mma K <= 16 switched at 2,113: batch 2,048,
+ * T = 16, tile 0.151 against warp 0.157 ms.) Where the tile strategy cannot take the circuit,
+ * the warp strategy takes every batch (at 512 it ran 1.1-2.7x faster than the persistent
+ * kernel, file 103). */
 static pc_status choose_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {
-    if (s->warp_ok && (!s->tile_ok || pc_gpu_fuse_takes_warp(s->K, a->n, s->sms))) {
+    if (s->warp_ok && (!s->tile_ok || pc_gpu_fuse_takes_warp(a->n, s->sms))) {
         s->last_strategy = "warp";
         return pc_gpu_fuse_warp_enqueue(s, a, stream);
     }
