@@ -1,19 +1,23 @@
-/* How fast the FP64 tensor cores run each mma shape the warp strategy could use, and which
- * register holds which matrix element. The warp strategy's product issues mma.m8n8k4.f64
- * (SASS DMMA.8x8x4); sm_90 also has m16n8k4, m16n8k8 and m16n8k16 (DMMA.16x8x4, .16x8x8,
- * .16x8x16: up to 8 times the multiply-adds per instruction). This measures, per shape, the
- * FP64 FLOP/s of a grid whose warps issue independent mma back to back (8 accumulators per
- * warp, 4 to 32 warps per SM), next to FFMA's FP32 rate, and first checks on one warp that
- * the fragment layout below gives A B exactly (small integers, so FP64 sums are exact).
+/* How fast the FP64 tensor cores run each mma shape, and which register holds which matrix
+ * element. sm_90 has mma.m8n8k4.f64 and m16n8k4, m16n8k8, m16n8k16 (SASS DMMA.8x8x4,
+ * .16x8x4, .16x8x8, .16x8x16: up to 8 times the multiply-adds per instruction); the warp
+ * strategy's product issues m16n8k16 and the persistent kernel's mma items m16n8k8, both
+ * through the engine's pc_gpu_dmma16 (layers/cuda_circuit.cuh), which this runs for those two
+ * shapes. This measures, per shape, the FP64 FLOP/s of a grid whose warps issue independent
+ * mma back to back (8 accumulators per warp, 4 to 32 warps per SM), next to FFMA's FP32 rate,
+ * and first checks on one warp that the fragment layout below gives A B exactly (small
+ * integers, so FP64 sums are exact).
  *
  * Fragment layout checked (lane = 4 g + t; row.col; k slots j = 0 .. K/4 - 1):
  *   A (M x K):  element 2 j + h (M = 16) or j (M = 8) at row g + 8 h, column t + 4 j
  *   B (K x 8):  element j at row t + 4 j, column g
  *   C (M x 8):  element 2 h + c at row g + 8 h, column 2 t + c
  *
- *   build: nvcc -O3 -arch=native bench/gpu_dmma_rate.cu -o gpu_dmma_rate
+ *   build: nvcc -O3 -arch=native -std=c++17 -Isrc -Iinclude bench/gpu_dmma_rate.cu \
+ *              -o gpu_dmma_rate
  *   usage: gpu_dmma_rate   (no arguments; a markdown table on stdout, median of 10 runs) */
 #include "gpu_check.h"
+#include "layers/cuda_circuit.cuh"
 
 #include <algorithm>
 #include <cstdio>
@@ -42,25 +46,19 @@ template <> struct dmma<16, 4> {
                      : "d"(a[0]), "d"(a[1]), "d"(b[0]));
     }
 };
-template <> struct dmma<16, 8> {
-    static __device__ __forceinline__ void run(double (&d)[4], const double (&a)[4],
-                                               const double (&b)[2]) {
-        asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, "
-                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                     : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                     : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+/* The engine's helper, whose rows g and g + 8 are separate arrays: a0[j] = a[2 j], a1[j] =
+ * a[2 j + 1], d0 = d[0 .. 1], d1 = d[2 .. 3]. */
+template <int K> struct dmma16 {
+    static __device__ __forceinline__ void run(double (&d)[4], const double (&a)[K / 2],
+                                               const double (&b)[K / 4]) {
+        double d0[2] = {d[0], d[1]}, d1[2] = {d[2], d[3]}, a0[K / 4], a1[K / 4];
+        for (int j = 0; j < K / 4; j++) a0[j] = a[2 * j], a1[j] = a[2 * j + 1];
+        pc_gpu_dmma16<K / 4>(d0, d1, a0, a1, b);
+        d[0] = d0[0], d[1] = d0[1], d[2] = d1[0], d[3] = d1[1];
     }
 };
-template <> struct dmma<16, 16> {
-    static __device__ __forceinline__ void run(double (&d)[4], const double (&a)[8],
-                                               const double (&b)[4]) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, "
-                     "{%4,%5,%6,%7,%8,%9,%10,%11}, {%12,%13,%14,%15}, {%0,%1,%2,%3};"
-                     : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                     : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]),
-                       "d"(a[6]), "d"(a[7]), "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
-    }
-};
+template <> struct dmma<16, 8> : dmma16<8> {};
+template <> struct dmma<16, 16> : dmma16<16> {};
 
 /* One warp: D = A B with the layout of the header, A [M][K] and B [K][8] row-major, D [M][8]. */
 template <int M, int K>
