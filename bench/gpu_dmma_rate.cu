@@ -6,7 +6,8 @@
  * shapes. This measures, per shape, the FP64 FLOP/s of a grid whose warps issue independent
  * mma back to back (8 accumulators per warp, 4 to 32 warps per SM), next to FFMA's FP32 rate,
  * and first checks on one warp that the fragment layout below gives A B exactly (small
- * integers, so FP64 sums are exact).
+ * integers, so FP64 sums are exact). Last, whether mma and FFMA (or DFMA) warps on the same
+ * schedulers add up: if they did, an exact product split between the two would beat either.
  *
  * Fragment layout checked (lane = 4 g + t; row.col; k slots j = 0 .. K/4 - 1):
  *   A (M x K):  element 2 j + h (M = 16) or j (M = 8) at row g + 8 h, column t + 4 j
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 #include <vector>
 
 #define CHAINS 8 /* independent accumulators per warp */
@@ -124,6 +126,36 @@ static __global__ void ffma_rate(float *out, int iters, float x) {
     if (s == 12345.0f) out[threadIdx.x] = s;
 }
 
+/* Two kinds of warp side by side: in a block of 8 warps, warps 0-3 issue m16n8k16 rounds
+ * (`dr` of them) and warps 4-7 FP32 FFMA rounds (WORK = 0) or FP64 DFMA rounds (WORK = 1), `fr`
+ * of them; a warp's scheduler is its index mod 4, so each scheduler holds one of each kind.
+ * With dr or fr = 0 one kind runs alone. */
+template <int WORK>
+static __global__ void mixed_rate(double *out, int dr, int fr, double x) {
+    if ((threadIdx.x >> 7) == 0) {
+        double a[8], b[4], d[CHAINS][4] = {};
+        for (int i = 0; i < 8; i++) a[i] = x + threadIdx.x + i;
+        for (int j = 0; j < 4; j++) b[j] = x - threadIdx.x - j;
+        for (int it = 0; it < dr; it++)
+#pragma unroll
+            for (int c = 0; c < CHAINS; c++) dmma<16, 16>::run(d[c], a, b);
+        double s = 0.0;
+        for (int c = 0; c < CHAINS; c++)
+            for (int i = 0; i < 4; i++) s += d[c][i];
+        if (s == 12345.0) out[threadIdx.x] = s;
+    } else {
+        using T = std::conditional_t<WORK == 0, float, double>;
+        T d[CHAINS];
+        for (int c = 0; c < CHAINS; c++) d[c] = (T)x + c;
+        for (int it = 0; it < fr; it++)
+#pragma unroll
+            for (int c = 0; c < CHAINS; c++) d[c] = d[c] * (T)0.999 + (T)0.001;
+        T s = 0;
+        for (int c = 0; c < CHAINS; c++) s += d[c];
+        if (s == (T)12345) out[threadIdx.x] = s;
+    }
+}
+
 template <class F> static double median_ms(F launch) {
     cudaEvent_t a, b;
     CHECK(cudaEventCreate(&a));
@@ -176,6 +208,30 @@ int main() {
         const double flop = 2.0 * CHAINS * (double)iters * blocks * 128;
         printf("| FFMA (FP32) | - | %d | %.4f | %.1f |\n", warps, ms, flop / ms * 1e-9);
     }
+    /* Both kinds at once: the rounds of each are set so that each alone takes about the same
+     * time; if the SM runs them side by side, both together take that time too. */
+    printf("\n| side by side (8 warps per block, 4 of each kind) | blocks per SM | mma alone ms | "
+           "other alone ms | both ms | mma TFLOP/s (FP64) | other TFLOP/s | sum TFLOP/s |\n"
+           "|---|---|---|---|---|---|---|---|\n");
+    for (int work = 0; work < 2; work++)
+        for (int per_sm : {1, 2}) {
+            const int blocks = sms * per_sm, dr = 2048;
+            const auto launch = [&](int d, int f) {
+                if (work == 0) mixed_rate<0><<<blocks, 256>>>(out, d, f, 1.0);
+                else mixed_rate<1><<<blocks, 256>>>(out, d, f, 1.0);
+            };
+            const double td = median_ms([&] { launch(dr, 0); });
+            const int f0 = 1 << 14;
+            const double tf0 = median_ms([&] { launch(0, f0); });
+            const int fr = (int)(f0 * td / tf0);
+            const double tf = median_ms([&] { launch(0, fr); });
+            const double tb = median_ms([&] { launch(dr, fr); });
+            const double dflop = 2.0 * 16 * 8 * 16 * CHAINS * (double)dr * blocks * 4;
+            const double fflop = 2.0 * CHAINS * (double)fr * blocks * 128;
+            printf("| DMMA.16x8x16 + %s | %d | %.4f | %.4f | %.4f | %.1f | %.1f | %.1f |\n",
+                   work == 0 ? "FFMA (FP32)" : "DFMA (FP64)", per_sm, td, tf, tb,
+                   dflop / tb * 1e-9, fflop / tb * 1e-9, (dflop + fflop) / tb * 1e-9);
+        }
     CHECK(cudaFree(out));
     return 0;
 }

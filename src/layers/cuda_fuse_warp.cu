@@ -59,8 +59,8 @@
 #define WARP_BLOCK 128 /* threads per block: four warps, one gang */
 #define WARP_ROWS 16   /* samples per item: the mma's M, and the counters' run */
 #define WARP_STAGE_VARS 32 /* a chain's variables whose input rows an item stages */
-/* Sources whose loads a gather issues together: the bottom's children and variables, a
- * link's variables (32 floats in flight per lane). */
+/* Sources whose loads a gather issues together: the bottom's children and variables (at
+ * K <= 32; one at K = 64, warp_bottom), a link's variables (32 floats in flight per lane). */
 #define WARP_BOTTOM_U 2
 #define WARP_LINK_U (KP <= 32 ? 2 : 1)
 
@@ -215,123 +215,120 @@ static __device__ __forceinline__ size_t warp_row(const warp_rows &r, int i, int
 
 /* The chain's bottom, in the log domain: p[row][k] = the sum of its inputs (the chain's first
  * nb variables, rows staged) and its children's messages (from their slots, in L2), in FP64,
- * RA rows at a time (at K = 64 the FP64 sums of both rows would take 64 registers, so one at
- * a time); the inputs first, then the wait for the children (item t), then the children; the
- * sources U at a time, whose loads all travel before the first sum; m = max per
+ * both rows together; the inputs first, then the wait for the children (item t), then the
+ * children; the sources U at a time, whose loads all travel before the first sum; m = max per
  * row over the row's four lanes; ed = exp(p - m) (0 past K, past n and where m = -inf) for the
- * product; o = the children's offsets + m. */
+ * product; o = the children's offsets + m. At K = 64 the two rows' FP64 sums take 64
+ * registers, so the sources go one at a time there (U = 1): each source's loads are then one
+ * round trip for both rows. (Rows one after the other, two sources per round, as before the
+ * sixteenth round, took twice the round trips after the wait and spilled 80 bytes against 24:
+ * K = 64 at batches 1,152-8,192 1.08-1.20x slower, results file 136.) */
 template <int KP, bool V4, bool KX>
 static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const pc_gpu_group &g,
                                                    int t, warp_rows &wr, const int (&rr)[2],
                                                    const bool (&ok)[2], int g8, int k0,
                                                    int lane, bool active,
                                                    double (&ed)[2][KP / 4], double (&o)[2]) {
-    constexpr int NQ = KP / 16, RA = KP <= 32 ? 2 : 1, U = WARP_BOTTOM_U;
+    constexpr int NQ = KP / 16, U = KP <= 32 ? WARP_BOTTOM_U : 1;
     const int K = KX ? KP : a.K, nc = active ? g.child_end - g.child_begin : 0;
     const int nb = active ? wr.nb : 0; /* the bottom's variables: 0 .. nb - 1 */
     /* A long run of variables (MNIST's group of 101): its last nwide, UWB at a time, 32 floats
      * in flight per lane (K = 16: 4 variables against U = 2); the rest U at a time. */
-    constexpr int UWB = 32 / (RA * NQ * 4) > U ? 32 / (RA * NQ * 4) : U;
+    constexpr int UWB = 32 / (2 * NQ * 4) > U ? 32 / (2 * NQ * 4) : U;
     const int nwide = UWB > U && nb >= 2 * UWB ? nb / UWB * UWB : 0;
+    double p[2][NQ][4], oh[2] = {0.0, 0.0};
 #pragma unroll
-    for (int h0 = 0; h0 < 2; h0 += RA) {
-        double p[RA][NQ][4], oh[RA];
+    for (int h = 0; h < 2; h++)
 #pragma unroll
-        for (int h = 0; h < RA; h++) {
-            oh[h] = 0.0;
+        for (int q = 0; q < NQ; q++)
 #pragma unroll
-            for (int q = 0; q < NQ; q++)
+            for (int i = 0; i < 4; i++) p[h][q][i] = 0.0;
+    /* Variables i0 .. i0 + N - 1 (those below i_end), their loads together. */
+    const auto add_vars = [&](auto unroll, int i0, int i_end) {
+        constexpr int N = decltype(unroll)::value;
+        float v[N][2][NQ][4];
+        warp_window<KP>(a, wr, i0, N, i_end, lane);
 #pragma unroll
-                for (int i = 0; i < 4; i++) p[h][q][i] = 0.0;
-        }
-        /* Variables i0 .. i0 + N - 1 (those below i_end), their loads together. */
-        const auto add_vars = [&](auto unroll, int i0, int i_end) {
-            constexpr int N = decltype(unroll)::value;
-            float v[N][RA][NQ][4];
-            warp_window<KP>(a, wr, i0, N, i_end, lane);
+        for (int u = 0; u < N; u++)
 #pragma unroll
-            for (int u = 0; u < N; u++)
+            for (int h = 0; h < 2; h++) {
+                const bool here = i0 + u < i_end;
+                const size_t row = here ? warp_row(wr, i0 + u, g8 + 8 * h) : 0;
 #pragma unroll
-                for (int h = 0; h < RA; h++) {
-                    const bool here = i0 + u < i_end;
-                    const size_t row = here ? warp_row(wr, i0 + u, g8 + 8 * (h0 + h)) : 0;
+                for (int q = 0; q < NQ; q++) {
+                    if (here)
+                        warp_load4<V4, false>(a.input + row * K, k0 + 4 * q, K, v[u][h][q]);
+                    else
 #pragma unroll
-                    for (int q = 0; q < NQ; q++) {
-                        if (here)
-                            warp_load4<V4, false>(a.input + row * K, k0 + 4 * q, K, v[u][h][q]);
-                        else
-#pragma unroll
-                            for (int i = 0; i < 4; i++) v[u][h][q][i] = 0.0f;
-                    }
-                }
-#pragma unroll
-            for (int u = 0; u < N; u++)
-#pragma unroll
-                for (int h = 0; h < RA; h++)
-#pragma unroll
-                    for (int q = 0; q < NQ; q++)
-#pragma unroll
-                        for (int i = 0; i < 4; i++) p[h][q][i] += pc_gpu_f2d(v[u][h][q][i]);
-        };
-        /* The inputs depend on nothing: their loads overlap the children's wait. */
-        if constexpr (UWB > U)
-            for (int i0 = nb - nwide; i0 < nb; i0 += UWB)
-                add_vars(std::integral_constant<int, UWB>(), i0, nb);
-        for (int i0 = 0; i0 < nb - nwide; i0 += U)
-            add_vars(std::integral_constant<int, U>(), i0, nb - nwide);
-        if (h0 == 0 && active) warp_wait(a, g, t, lane);
-        for (int c0 = 0; c0 < nc; c0 += U) {
-            float v[U][RA][NQ][4];
-            double od[U][RA];
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const bool here = c0 + u < nc;
-                const size_t slot =
-                    here ? (size_t)__ldg(a.chain_child + g.child_begin + c0 + u) : 0;
-#pragma unroll
-                for (int h = 0; h < RA; h++) {
-                    const size_t at = slot * a.chunk + rr[h0 + h];
-#pragma unroll
-                    for (int q = 0; q < NQ; q++) {
-                        if (here)
-                            warp_load4<V4, true>(a.rel + at * K, k0 + 4 * q, K, v[u][h][q]);
-                        else
-#pragma unroll
-                            for (int i = 0; i < 4; i++) v[u][h][q][i] = 0.0f;
-                    }
-                    od[u][h] = here ? __ldcg(a.off + at) : 0.0;
+                        for (int i = 0; i < 4; i++) v[u][h][q][i] = 0.0f;
                 }
             }
 #pragma unroll
-            for (int u = 0; u < U; u++)
+        for (int u = 0; u < N; u++)
 #pragma unroll
-                for (int h = 0; h < RA; h++) {
-                    oh[h] += od[u][h];
+            for (int h = 0; h < 2; h++)
 #pragma unroll
-                    for (int q = 0; q < NQ; q++)
+                for (int q = 0; q < NQ; q++)
 #pragma unroll
-                        for (int i = 0; i < 4; i++) p[h][q][i] += pc_gpu_f2d(v[u][h][q][i]);
+                    for (int i = 0; i < 4; i++) p[h][q][i] += pc_gpu_f2d(v[u][h][q][i]);
+    };
+    /* The inputs depend on nothing: their loads overlap the children's wait. */
+    if constexpr (UWB > U)
+        for (int i0 = nb - nwide; i0 < nb; i0 += UWB)
+            add_vars(std::integral_constant<int, UWB>(), i0, nb);
+    for (int i0 = 0; i0 < nb - nwide; i0 += U)
+        add_vars(std::integral_constant<int, U>(), i0, nb - nwide);
+    if (active) warp_wait(a, g, t, lane);
+    for (int c0 = 0; c0 < nc; c0 += U) {
+        float v[U][2][NQ][4];
+        double od[U][2];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const bool here = c0 + u < nc;
+            const size_t slot = here ? (size_t)__ldg(a.chain_child + g.child_begin + c0 + u) : 0;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const size_t at = slot * a.chunk + rr[h];
+#pragma unroll
+                for (int q = 0; q < NQ; q++) {
+                    if (here)
+                        warp_load4<V4, true>(a.rel + at * K, k0 + 4 * q, K, v[u][h][q]);
+                    else
+#pragma unroll
+                        for (int i = 0; i < 4; i++) v[u][h][q][i] = 0.0f;
                 }
+                od[u][h] = here ? __ldcg(a.off + at) : 0.0;
+            }
         }
 #pragma unroll
-        for (int h = 0; h < RA; h++) {
-            float e[NQ][4], x = -INFINITY;
+        for (int u = 0; u < U; u++)
 #pragma unroll
-            for (int q = 0; q < NQ; q++)
+            for (int h = 0; h < 2; h++) {
+                oh[h] += od[u][h];
 #pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    e[q][i] = ok[h0 + h] && k0 + 4 * q + i < K ? pc_gpu_d2f(p[h][q][i]) : -INFINITY;
-                    x = fmaxf(x, e[q][i]);
-                }
-            x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-            x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+                for (int q = 0; q < NQ; q++)
 #pragma unroll
-            for (int q = 0; q < NQ; q++)
+                    for (int i = 0; i < 4; i++) p[h][q][i] += pc_gpu_f2d(v[u][h][q][i]);
+            }
+    }
 #pragma unroll
-                for (int i = 0; i < 4; i++)
-                    ed[h0 + h][4 * q + i] = x == -INFINITY ? 0.0 : pc_gpu_f2d(__expf(e[q][i] - x));
-            o[h0 + h] = x == -INFINITY ? -INFINITY : oh[h] + pc_gpu_f2d(x);
-        }
+    for (int h = 0; h < 2; h++) {
+        float e[NQ][4], x = -INFINITY;
+#pragma unroll
+        for (int q = 0; q < NQ; q++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                e[q][i] = ok[h] && k0 + 4 * q + i < K ? pc_gpu_d2f(p[h][q][i]) : -INFINITY;
+                x = fmaxf(x, e[q][i]);
+            }
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+#pragma unroll
+        for (int q = 0; q < NQ; q++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                ed[h][4 * q + i] = x == -INFINITY ? 0.0 : pc_gpu_f2d(__expf(e[q][i] - x));
+        o[h] = x == -INFINITY ? -INFINITY : oh[h] + pc_gpu_f2d(x);
     }
 }
 
