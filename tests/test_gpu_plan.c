@@ -375,17 +375,23 @@ static void test_fuse_choice(void **state) {
     assert_int_equal(pc_gpu_tile_samples(528, 132), 4);
     assert_int_equal(pc_gpu_tile_samples(529, 132), 8);
     assert_int_equal(pc_gpu_tile_samples(1 << 20, 132), PC_GPU_TILE_MAX_T);
-    assert_false(pc_gpu_fuse_takes_warp(512, 132));
-    assert_false(pc_gpu_fuse_takes_warp(1056, 132));
-    assert_true(pc_gpu_fuse_takes_warp(1057, 132));
-    assert_true(pc_gpu_fuse_takes_warp(2112, 132));
-    assert_true(pc_gpu_fuse_takes_warp(4096, 132));
-    for (int rep = 0; rep < 5000; rep++) { /* warp exactly where a tile block would hold > 8 */
-        const int32_t sms = (int32_t)pc_hr_int(1, 200);
+    assert_false(pc_gpu_fuse_takes_warp(16, 512, 132));
+    assert_false(pc_gpu_fuse_takes_warp(32, 1056, 132));
+    assert_true(pc_gpu_fuse_takes_warp(32, 1057, 132));
+    assert_true(pc_gpu_fuse_takes_warp(16, 2112, 132));
+    assert_true(pc_gpu_fuse_takes_warp(32, 4096, 132));
+    assert_false(pc_gpu_fuse_takes_warp(64, 512, 132));
+    assert_false(pc_gpu_fuse_takes_warp(33, 528, 132));
+    assert_true(pc_gpu_fuse_takes_warp(33, 529, 132));
+    assert_true(pc_gpu_fuse_takes_warp(64, 640, 132));
+    assert_true(pc_gpu_fuse_takes_warp(64, 4096, 132));
+    for (int rep = 0; rep < 5000; rep++) {
+        /* warp exactly where a tile block would hold > 8 samples (K <= 32) or > 4 (K > 32) */
+        const int32_t sms = (int32_t)pc_hr_int(1, 200), K = (int32_t)pc_hr_int(1, 64);
         const int64_t n = pc_hr_int(1, 20000);
-        if (pc_gpu_fuse_takes_warp(n, sms) != (n > 8 * (int64_t)sms))
-            fail_msg("n = %lld on %d SMs: takes warp %d", (long long)n, sms,
-                     pc_gpu_fuse_takes_warp(n, sms));
+        if (pc_gpu_fuse_takes_warp(K, n, sms) != (n > (K > 32 ? 4 : 8) * (int64_t)sms))
+            fail_msg("K = %d, n = %lld on %d SMs: takes warp %d", K, (long long)n, sms,
+                     pc_gpu_fuse_takes_warp(K, n, sms));
     }
     for (int32_t K = 1; K <= 64; K++)
         for (int64_t n = 1; n <= 20000; n += 97) assert_true(pc_gpu_fuse_takes_tile(K, n, 132));

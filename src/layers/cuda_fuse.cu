@@ -588,15 +588,17 @@ static void choose_release(pc_gpu_state *s) {
 }
 
 /* Between tile and warp, pc_gpu_fuse_takes_warp (gpu_plan.h): warp once a tile block would
- * hold more than 8 samples, so from 1,057 samples on 132 SMs. Measured with the warp kernel's
- * full-rate mma (results file 123), tile against warp: T = 8 (768-1,024 samples) tile
- * 1.14-1.30x faster at K = 16-64; T = 16 (1,152-2,048) warp 1.00-1.08x faster at K = 16,
- * 1.29-1.66x at K = 32 and 64. (With the half-rate mma K <= 16 switched at 2,113: batch 2,048,
- * T = 16, tile 0.151 against warp 0.157 ms.) Where the tile strategy cannot take the circuit,
- * the warp strategy takes every batch (at 512 it ran 1.1-2.7x faster than the persistent
- * kernel, file 103). */
+ * hold more than 8 samples at K <= 32 (from 1,057 samples on 132 SMs), more than 4 at
+ * 32 < K <= 64 (from 529). Measured with the warp kernel's full-rate mma (results file 123),
+ * tile against warp: T = 8 (768-1,024 samples) tile 1.14-1.30x faster at K = 16-64; T = 16
+ * (1,152-2,048) warp 1.00-1.08x faster at K = 16, 1.29-1.66x at K = 32 and 64. Since the K = 64
+ * chain bottom gathers both rows together (file 136), warp is 1.05-1.16x faster at T = 8 for
+ * K = 40-64, tile 1.42-1.52x at T = 4 (file 138). (With the half-rate mma K <= 16 switched at
+ * 2,113: batch 2,048, T = 16, tile 0.151 against warp 0.157 ms.) Where the tile strategy
+ * cannot take the circuit, the warp strategy takes every batch (at 512 it ran 1.1-2.7x faster
+ * than the persistent kernel, file 103). */
 static pc_status choose_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {
-    if (s->warp_ok && (!s->tile_ok || pc_gpu_fuse_takes_warp(a->n, s->sms))) {
+    if (s->warp_ok && (!s->tile_ok || pc_gpu_fuse_takes_warp(s->K, a->n, s->sms))) {
         s->last_strategy = "warp";
         return pc_gpu_fuse_warp_enqueue(s, a, stream);
     }

@@ -355,7 +355,9 @@ int32_t pc_gpu_tile_samples(int64_t n, int32_t sms) {
     return T;
 }
 
-int pc_gpu_fuse_takes_warp(int64_t n, int32_t sms) { return pc_gpu_tile_samples(n, sms) > 8; }
+int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms) {
+    return pc_gpu_tile_samples(n, sms) > (K > 32 ? 4 : 8);
+}
 
 int pc_gpu_fuse_takes_tile(int32_t K, int64_t n, int32_t sms) {
     if (K <= 64) return 1;
