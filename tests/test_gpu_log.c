@@ -5,6 +5,7 @@
  * version (the special-function unit's log2 of the mantissa) is checked the same way, to 2e-7
  * nats plus 2^-23 |log y|, subnormals giving -inf as under the kernels' flush-to-zero. */
 #include <math.h>
+#include <string.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -65,6 +66,9 @@ static void test_special_values(void **state) {
     assert_true(isnan(pc_gpu_log(-1.0f)));
     assert_true(isnan(pc_gpu_log(-INFINITY)));
     assert_true(isnan(pc_gpu_log(NAN)));
+    /* The form for y >= 0: the same values there (on the host it is pc_gpu_log). */
+    assert_true(isinf(pc_gpu_log_nonneg(0.0f)) && pc_gpu_log_nonneg(0.0f) < 0);
+    assert_true(pc_gpu_log_nonneg(1.0f) == 0.0f);
 }
 
 /* The device's log on a fresh random set and every special case; outputs poisoned first. */
@@ -72,7 +76,7 @@ static void test_device_log(void **state) {
     (void)state;
     if (!pc_cuda_available()) skip();
     enum { N = 1 << 21 };
-    static float x[N], y[N];
+    static float x[N], y[N], x2[N], y2[N];
     int i = 0;
     const float special[] = {0.0f, -0.0f, INFINITY, -1.0f, -INFINITY, NAN, 1e-40f, 1e-45f,
                              1.0f, 1.17549435e-38f, 3.4028235e38f, 2.0f, 0.5f};
@@ -83,7 +87,7 @@ static void test_device_log(void **state) {
     while (i < 3 * N / 4) x[i++] = (float)(1.0 + uniform(-0.01, 0.01));
     while (i < N) x[i++] = (float)uniform(1e-6, 300.0);
     for (int j = 0; j < N; j++) y[j] = 12345.0f;
-    if (pc_gpu_log_apply(x, y, N) != PC_OK) fail_msg("pc_gpu_log_apply: %s", pc_last_error());
+    if (pc_gpu_log_apply(x, y, N, 0) != PC_OK) fail_msg("pc_gpu_log_apply: %s", pc_last_error());
     assert_true(isinf(y[0]) && y[0] < 0 && isinf(y[1]) && y[1] < 0);
     assert_true(isinf(y[2]) && y[2] > 0);
     assert_true(isnan(y[3]) && isnan(y[4]) && isnan(y[5]));
@@ -98,6 +102,19 @@ static void test_device_log(void **state) {
         worst = err / bound > worst ? err / bound : worst;
     }
     print_message("  device: worst error / bound: %.3f\n", worst);
+    /* pc_gpu_log_nonneg on the same values, those outside its domain (infinity, NaN, y < 0)
+     * replaced by 1: bit for bit pc_gpu_log's result, and 0 for the replaced ones. */
+    for (int j = 0; j < N; j++) {
+        x2[j] = isfinite(x[j]) && !(x[j] < 0.0f) ? x[j] : 1.0f;
+        y2[j] = 12345.0f;
+    }
+    if (pc_gpu_log_apply(x2, y2, N, 1) != PC_OK)
+        fail_msg("pc_gpu_log_apply (nonneg): %s", pc_last_error());
+    for (int j = 0; j < N; j++) {
+        const float want = x2[j] == x[j] ? y[j] : 0.0f;
+        if (memcmp(&y2[j], &want, sizeof want) != 0)
+            fail_msg("device log_nonneg(%.9g): got %.9g, want %.9g", x2[j], y2[j], want);
+    }
 }
 
 int main(void) {

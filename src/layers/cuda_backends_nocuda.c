@@ -26,7 +26,7 @@ const pc_backend_ops pc_backend_fuse_tile_ops = PC_NO_CUDA_OPS;
 const pc_backend_ops pc_backend_fuse_persistent_ops = PC_NO_CUDA_OPS;
 const pc_backend_ops pc_backend_fuse_warp_ops = PC_NO_CUDA_OPS;
 
-pc_status pc_gpu_log_apply(const float *x, float *y, int64_t n) {
-    (void)x, (void)y, (void)n;
+pc_status pc_gpu_log_apply(const float *x, float *y, int64_t n, int nonneg) {
+    (void)x, (void)y, (void)n, (void)nonneg;
     return pc_fail(PC_ERR_UNSUPPORTED, "pc_gpu_log_apply: this build has no CUDA support");
 }

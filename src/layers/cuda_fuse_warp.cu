@@ -101,10 +101,22 @@ static __device__ __forceinline__ void warp_wait(const pc_gpu_args &a, const pc_
  * (K <= 16, where the copy and its barrier cost more than they save: 0.97-0.99x). */
 template <int KP> static __host__ __device__ constexpr bool warp_smem_w() { return KP > 16; }
 
-/* Row stride of the shared-memory tiles: rows 16 bytes apart in the banks. (Strides of KP + 8
- * with a per-lane order of the quads that puts every wavefront's lanes on different banks
- * were measured: level at K = 64, 1.07-1.08x slower at K = 32, the extra registers spilling.) */
-template <int KP> static __host__ __device__ constexpr int warp_ld() { return KP + 4; }
+/* Row stride of the shared-memory tiles (exp(w) and the carry), in floats, and the column at
+ * which k lies. A lane reads its row's k0 .. k0 + KP / 4 - 1 as 16-byte words, and a
+ * quarter-warp (8 lanes: rows g and g + 1, t = 0..3) is served at once only if its 8 words lie
+ * in 8 different 16-byte bank groups. At K <= 32 rows KP + 4 floats apart do that; at K = 64
+ * lanes t and t + 2 were 128 bytes apart, on the same banks (twice the wavefronts, file 139),
+ * so there the upper half of a row sits 8 floats further on, in rows of 76 floats (19 words,
+ * odd): with the staging inlined and the chain tops' log for y >= 0, K = 64 1.03-1.05x at
+ * 1,152-8,192 samples (results file 140; each of the three alone 1.00-1.02x). (Strides of
+ * KP + 8 with a per-lane order of the quads were measured before: level at K = 64, 1.07-1.08x
+ * slower at K = 32, the extra registers spilling.) */
+template <int KP> static __host__ __device__ constexpr int warp_ld() {
+    return KP == 64 ? 76 : KP + 4;
+}
+template <int KP> static __host__ __device__ constexpr int warp_col(int k) {
+    return k + (KP == 64 && k >= KP / 2 ? 8 : 0);
+}
 
 /* The block copies one group's exp(w) ([KP][KP], 16-byte aligned) into ws[KP][warp_ld] with
  * cp.async; the caller waits for it before reading. */
@@ -112,7 +124,7 @@ template <int KP>
 static __device__ __forceinline__ void warp_stage_w(const float *w, float *ws) {
     for (int i = threadIdx.x; i < KP * KP / 4; i += WARP_BLOCK) {
         const int row = i / (KP / 4), c = 4 * (i % (KP / 4));
-        const unsigned d = (unsigned)__cvta_generic_to_shared(ws + row * warp_ld<KP>() + c);
+        const unsigned d = (unsigned)__cvta_generic_to_shared(ws + row * warp_ld<KP>() + warp_col<KP>(c));
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d),
                      "l"(w + (size_t)row * KP + c)
                      : "memory");
@@ -172,24 +184,15 @@ static __device__ __forceinline__ void warp_stage(const int32_t *vars, const uin
     __syncwarp();
 }
 
-/* The same as a call: at K = 64, inlined, its registers would count in the whole item's, whose
- * 168 then spill (K = 64, batch 4096: 1.286 against 1.183 ms); at K <= 32 inlined was faster
- * (K = 16: 0.259 against 0.277 ms). */
-static __device__ __noinline__ void warp_stage_call(const int32_t *vars, const uint8_t *x,
-                                                    const uint8_t *missing, int n, int V, int C,
-                                                    int i, int nv, int b0, int *srow) {
-    warp_stage(vars, x, missing, n, V, C, i, nv, b0, srow);
-}
-
 template <int KP>
 static __device__ __forceinline__ void warp_stage_rows(const pc_gpu_args &a, const warp_rows &r,
                                                        int lane) {
     const int i = lane < WARP_STAGE_VARS ? r.w0 + lane : r.nv;
     int *srow = r.srow + lane * WARP_ROWS;
-    if constexpr (KP > 32)
-        warp_stage_call(a.chain_vars + r.vb, a.x, a.missing, a.n, a.V, a.C, i, r.nv, r.b0, srow);
-    else
-        warp_stage(a.chain_vars + r.vb, a.x, a.missing, a.n, a.V, a.C, i, r.nv, r.b0, srow);
+    /* Inlined at every K: at K = 64 a call kept the item's registers from spilling before
+     * the chain bottom's gather took both rows together (1.286 against 1.183 ms at batch 4096
+     * then); since, inlined spills 12 bytes against 24 as a call (file 140). */
+    warp_stage(a.chain_vars + r.vb, a.x, a.missing, a.n, a.V, a.C, i, r.nv, r.b0, srow);
 }
 
 /* Moves the window so that it holds variables i .. min(i + u, e) - 1, if it does not
@@ -352,7 +355,7 @@ static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const war
         for (int q = 0; q < NQ; q++) {
             float4 c = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             if (active)
-                c = *reinterpret_cast<const float4 *>(carry + (g8 + 8 * h) * LD + k0 + 4 * q);
+                c = *reinterpret_cast<const float4 *>(carry + (g8 + 8 * h) * LD + warp_col<KP>(k0) + 4 * q);
             ed[h][4 * q] = pc_gpu_f2d(c.x), ed[h][4 * q + 1] = pc_gpu_f2d(c.y);
             ed[h][4 * q + 2] = pc_gpu_f2d(c.z), ed[h][4 * q + 3] = pc_gpu_f2d(c.w);
         }
@@ -503,7 +506,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                         float4 w;
                         if constexpr (warp_smem_w<KP>())
                             w = reinterpret_cast<const float4 *>(ws + (8 * (n0 + np) + g8) * LD +
-                                                                 k0)[s4];
+                                                                 warp_col<KP>(k0))[s4];
                         else
                             w = wreg[n0 + np][s4];
                         wv[np][0] = pc_gpu_f2d(w.x), wv[np][1] = pc_gpu_f2d(w.y);
@@ -520,12 +523,12 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
                         if (!top) {
-                            *reinterpret_cast<float2 *>(carry + (g8 + 8 * h) * LD + j) =
+                            *reinterpret_cast<float2 *>(carry + (g8 + 8 * h) * LD + warp_col<KP>(j)) =
                                 make_float2(pc_gpu_d2f(acc[np][h][0]), pc_gpu_d2f(acc[np][h][1]));
                             continue;
                         }
-                        const float v0 = pc_gpu_log(pc_gpu_d2f(acc[np][h][0]));
-                        const float v1 = pc_gpu_log(pc_gpu_d2f(acc[np][h][1]));
+                        const float v0 = pc_gpu_log_nonneg(pc_gpu_d2f(acc[np][h][0]));
+                        const float v1 = pc_gpu_log_nonneg(pc_gpu_d2f(acc[np][h][1]));
                         if (ok[h] && j < K) out[h][j] = v0;
                         if (ok[h] && j + 1 < K) out[h][j + 1] = v1;
                     }

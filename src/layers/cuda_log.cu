@@ -5,13 +5,13 @@
 
 #include "layers/gpu_log.h"
 
-static __global__ void log_kernel(const float *x, float *y, int64_t n) {
+static __global__ void log_kernel(const float *x, float *y, int64_t n, int nonneg) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = pc_gpu_log(x[i]);
+        y[i] = nonneg ? pc_gpu_log_nonneg(x[i]) : pc_gpu_log(x[i]);
 }
 
-extern "C" pc_status pc_gpu_log_apply(const float *x, float *y, int64_t n) {
+extern "C" pc_status pc_gpu_log_apply(const float *x, float *y, int64_t n, int nonneg) {
     pc_status st = PC_OK;
     float *d = NULL;
     cudaError_t e = cudaSuccess;
@@ -21,7 +21,7 @@ extern "C" pc_status pc_gpu_log_apply(const float *x, float *y, int64_t n) {
     const size_t bytes = (size_t)n * sizeof(float);
     if ((e = cudaMalloc((void **)&d, 2 * bytes)) != cudaSuccess) goto fail;
     if ((e = cudaMemcpy(d, x, bytes, cudaMemcpyHostToDevice)) != cudaSuccess) goto fail;
-    log_kernel<<<256, 256>>>(d, d + n, n);
+    log_kernel<<<256, 256>>>(d, d + n, n, nonneg);
     if ((e = cudaGetLastError()) != cudaSuccess) goto fail;
     if ((e = cudaMemcpy(y, d + n, bytes, cudaMemcpyDeviceToHost)) != cudaSuccess) goto fail;
 fail:

@@ -22,9 +22,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-/* y[i] = the GPU's pc_gpu_log(x[i]) for n values in host memory (src/layers/cuda_log.cu), for
- * tests; PC_ERR_UNSUPPORTED in a build without CUDA. */
-pc_status pc_gpu_log_apply(const float *x, float *y, int64_t n);
+/* y[i] = the GPU's pc_gpu_log(x[i]) (nonneg: pc_gpu_log_nonneg) for n values in host memory
+ * (src/layers/cuda_log.cu), for tests; PC_ERR_UNSUPPORTED in a build without CUDA. */
+pc_status pc_gpu_log_apply(const float *x, float *y, int64_t n, int nonneg);
 #ifdef __cplusplus
 }
 #endif
@@ -35,20 +35,25 @@ pc_status pc_gpu_log_apply(const float *x, float *y, int64_t n);
 #define PC_GPU_LOG_FN static inline
 #endif
 
+#ifdef __CUDA_ARCH__
+/* On the GPU: the same split, log m from the special-function unit (lg2.approx: absolute error
+ * under 2^-22 for m in [1, 2), so under 1.7e-7 nats), about 12 instructions instead of 30; for
+ * a positive normal y (bits: its bit pattern). */
+static __device__ __forceinline__ float pc_gpu_log_normal(int bits) {
+    const float e = (float)((bits >> 23) - 127);
+    const float m = __int_as_float((bits & 0x007fffff) | 0x3f800000);
+    return fmaf(e, 0.693145751953125f, fmaf(e, 1.42860682e-6f, __log2f(m) * 0.693147180559945f));
+}
+#endif
+
 PC_GPU_LOG_FN float pc_gpu_log(float y) {
 #ifdef __CUDA_ARCH__
-    /* On the GPU: the same split, log m from the special-function unit (lg2.approx: absolute
-     * error under 2^-22 for m in [1, 2), so under 1.7e-7 nats), about 12 instructions instead
-     * of 30. Positive normal y take it; 0 gives -inf, +inf +inf, NaN and y < 0 NaN; subnormal y
-     * give -inf, as the flush-to-zero arithmetic around it would. */
+    /* Positive normal y take pc_gpu_log_normal; 0 gives -inf, +inf +inf, NaN and y < 0 NaN;
+     * subnormal y give -inf, as the flush-to-zero arithmetic around it would. */
     {
         const int bits = __float_as_int(y);
-        const float e = (float)((bits >> 23) - 127);
-        const float m = __int_as_float((bits & 0x007fffff) | 0x3f800000);
-        const float r = fmaf(e, 0.693145751953125f,
-                             fmaf(e, 1.42860682e-6f, __log2f(m) * 0.693147180559945f));
         const bool normal = (unsigned)bits - 0x00800000u < 0x7f000000u;
-        return normal ? r : y >= 0.0f ? (y == INFINITY ? INFINITY : -INFINITY) : NAN;
+        return normal ? pc_gpu_log_normal(bits) : y >= 0.0f ? (y == INFINITY ? INFINITY : -INFINITY) : NAN;
     }
 #else
     /* No branches (a GPU warp would stall resolving them): every case is computed and the
@@ -73,6 +78,19 @@ PC_GPU_LOG_FN float pc_gpu_log(float y) {
     const float ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682e-6f; /* ln2_hi has 16 bits */
     const float r = fmaf((float)e, ln2_hi, fmaf((float)e, ln2_lo, log_m));
     return y > 0.0f && y < INFINITY ? r : y == 0.0f ? -INFINITY : y == INFINITY ? y : NAN;
+#endif
+}
+
+/* pc_gpu_log for y that is +-0 or positive and finite (a sum of products of non-negative
+ * finite numbers, as the sum layers' outputs are), the same value there; on the GPU without
+ * the cases of infinity, NaN and y < 0 (the warp strategy's chain tops take 32 logs per lane
+ * and item: results file 140). */
+PC_GPU_LOG_FN float pc_gpu_log_nonneg(float y) {
+#ifdef __CUDA_ARCH__
+    const int bits = __float_as_int(y);
+    return bits >= 0x00800000 ? pc_gpu_log_normal(bits) : -INFINITY;
+#else
+    return pc_gpu_log(y);
 #endif
 }
 
