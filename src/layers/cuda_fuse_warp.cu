@@ -124,7 +124,8 @@ template <int KP>
 static __device__ __forceinline__ void warp_stage_w(const float *w, float *ws) {
     for (int i = threadIdx.x; i < KP * KP / 4; i += WARP_BLOCK) {
         const int row = i / (KP / 4), c = 4 * (i % (KP / 4));
-        const unsigned d = (unsigned)__cvta_generic_to_shared(ws + row * warp_ld<KP>() + warp_col<KP>(c));
+        const unsigned d =
+            (unsigned)__cvta_generic_to_shared(ws + row * warp_ld<KP>() + warp_col<KP>(c));
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d),
                      "l"(w + (size_t)row * KP + c)
                      : "memory");
@@ -355,7 +356,8 @@ static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const war
         for (int q = 0; q < NQ; q++) {
             float4 c = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             if (active)
-                c = *reinterpret_cast<const float4 *>(carry + (g8 + 8 * h) * LD + warp_col<KP>(k0) + 4 * q);
+                c = *reinterpret_cast<const float4 *>(carry + (g8 + 8 * h) * LD +
+                                                      warp_col<KP>(k0) + 4 * q);
             ed[h][4 * q] = pc_gpu_f2d(c.x), ed[h][4 * q + 1] = pc_gpu_f2d(c.y);
             ed[h][4 * q + 2] = pc_gpu_f2d(c.z), ed[h][4 * q + 3] = pc_gpu_f2d(c.w);
         }
@@ -523,7 +525,8 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
                         if (!top) {
-                            *reinterpret_cast<float2 *>(carry + (g8 + 8 * h) * LD + warp_col<KP>(j)) =
+                            *reinterpret_cast<float2 *>(carry + (g8 + 8 * h) * LD +
+                                                        warp_col<KP>(j)) =
                                 make_float2(pc_gpu_d2f(acc[np][h][0]), pc_gpu_d2f(acc[np][h][1]));
                             continue;
                         }

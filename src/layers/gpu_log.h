@@ -53,7 +53,9 @@ PC_GPU_LOG_FN float pc_gpu_log(float y) {
     {
         const int bits = __float_as_int(y);
         const bool normal = (unsigned)bits - 0x00800000u < 0x7f000000u;
-        return normal ? pc_gpu_log_normal(bits) : y >= 0.0f ? (y == INFINITY ? INFINITY : -INFINITY) : NAN;
+        return normal     ? pc_gpu_log_normal(bits)
+               : y >= 0.0f ? (y == INFINITY ? INFINITY : -INFINITY)
+                           : NAN;
     }
 #else
     /* No branches (a GPU warp would stall resolving them): every case is computed and the
