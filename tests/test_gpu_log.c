@@ -3,7 +3,10 @@
  * the mantissa split sqrt(2), powers of two, subnormals, and the special values. The bound is
  * 6e-8 nats plus the FP32 rounding of the result (|log y| 2^-24). With a GPU, the device's own
  * version (the special-function unit's log2 of the mantissa) is checked the same way, to 2e-7
- * nats plus 2^-23 |log y|, subnormals giving -inf as under the kernels' flush-to-zero. */
+ * nats plus 2^-23 |log y|, subnormals giving -inf as under the kernels' flush-to-zero.
+ * pc_gpu_log_nonneg_d (log of an FP64 y >= 0 to FP32) likewise, over every normal double: to
+ * 2e-7 nats plus 2^-23 |log y| on the CPU, 3e-7 plus 2^-23 |log y| on the GPU, where it also
+ * equals pc_gpu_log bit for bit at every y an FP32 holds exactly. */
 #include <math.h>
 #include <string.h>
 #include <setjmp.h>
@@ -71,6 +74,41 @@ static void test_special_values(void **state) {
     assert_true(pc_gpu_log_nonneg(1.0f) == 0.0f);
 }
 
+/* Doubles for pc_gpu_log_nonneg_d: log-uniform over the normal doubles, near 1, just below 2 (the
+ * mantissa rounds up to 2), at FP32's smallest normal and below it, powers of two. */
+static int log_d_inputs(double *x, int n) {
+    int i = 0;
+    for (int e = -1022; e <= 1023 && i < n; e++) x[i++] = ldexp(1.0, e);
+    while (i < n / 2) x[i++] = exp2(uniform(-1022.0, 1023.9));
+    while (i < 5 * n / 8) x[i++] = 1.0 + uniform(-0.01, 0.01);
+    while (i < 3 * n / 4) x[i++] = ldexp(2.0 - ldexp(uniform(0.0, 1.0), -23), (int)uniform(-60, 60));
+    while (i < 7 * n / 8) x[i++] = exp2(uniform(-160.0, -120.0));
+    while (i < n) x[i++] = uniform(1e-6, 300.0);
+    return i;
+}
+
+static void check_d(double y, float got_f, double tol) {
+    const double want = log(y), got = (double)got_f;
+    const double bound = tol + fabs(want) * 0x1p-23, err = fabs(got - want);
+    if (!(err <= bound))
+        fail_msg("log_d(%.17g): got %.17g, want %.17g (error %.3g > %.3g)", y, got, want, err, bound);
+    if (err / bound > worst_excess) worst_excess = err / bound;
+}
+
+static void test_log_d(void **state) {
+    (void)state;
+    enum { N = 1 << 20 };
+    static double x[N];
+    log_d_inputs(x, N);
+    worst_excess = 0.0;
+    for (int i = 0; i < N; i++) check_d(x[i], pc_gpu_log_nonneg_d(x[i]), 2e-7);
+    assert_true(isinf(pc_gpu_log_nonneg_d(0.0)) && pc_gpu_log_nonneg_d(0.0) < 0);
+    assert_true(isinf(pc_gpu_log_nonneg_d(0x1p-1030)) && pc_gpu_log_nonneg_d(0x1p-1030) < 0);
+    assert_true(isinf(pc_gpu_log_nonneg_d(0x1.fffffp-1023)));
+    assert_true(pc_gpu_log_nonneg_d(1.0) == 0.0f);
+    print_message("  log_d: worst error / bound: %.3f\n", worst_excess);
+}
+
 /* The device's log on a fresh random set and every special case; outputs poisoned first. */
 static void test_device_log(void **state) {
     (void)state;
@@ -115,6 +153,27 @@ static void test_device_log(void **state) {
         if (memcmp(&y2[j], &want, sizeof want) != 0)
             fail_msg("device log_nonneg(%.9g): got %.9g, want %.9g", x2[j], y2[j], want);
     }
+    /* pc_gpu_log_nonneg_d: the same normal floats as doubles give the same bits; then the
+     * doubles of test_log_d, fresh, and 0. */
+    static double xd[N];
+    static float yf[N / 2]; /* pc_gpu_log's result for xd[j], j < nf */
+    int nd = 0;
+    for (int j = 8; j < N && nd < N / 2; j++)
+        if (x[j] >= 1.17549435e-38f && isfinite(x[j])) yf[nd] = y[j], xd[nd++] = x[j];
+    const int nf = nd;
+    xd[nd++] = 0.0;
+    xd[nd++] = 0x1p-1030; /* subnormal: as 0 */
+    nd += log_d_inputs(xd + nd, N - nd);
+    for (int j = 0; j < nd; j++) y2[j] = 12345.0f;
+    if (pc_gpu_log_d_apply(xd, y2, nd) != PC_OK) fail_msg("pc_gpu_log_d_apply: %s", pc_last_error());
+    for (int j = 0; j < nf; j++) {
+        if (memcmp(&y2[j], &yf[j], sizeof yf[j]) != 0)
+            fail_msg("device log_nonneg_d(%.9g): got %.9g, want %.9g", xd[j], y2[j], yf[j]);
+    }
+    assert_true(isinf(y2[nf]) && y2[nf] < 0 && isinf(y2[nf + 1]) && y2[nf + 1] < 0);
+    worst_excess = 0.0;
+    for (int j = nf + 2; j < nd; j++) check_d(xd[j], y2[j], 3e-7);
+    print_message("  device log_d: worst error / bound: %.3f\n", worst_excess);
 }
 
 int main(void) {
@@ -123,6 +182,7 @@ int main(void) {
         cmocka_unit_test(test_random_range),
         cmocka_unit_test(test_exact_points),
         cmocka_unit_test(test_special_values),
+        cmocka_unit_test(test_log_d),
         cmocka_unit_test(test_device_log),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,3 +30,8 @@ pc_status pc_gpu_log_apply(const float *x, float *y, int64_t n, int nonneg) {
     (void)x, (void)y, (void)n, (void)nonneg;
     return pc_fail(PC_ERR_UNSUPPORTED, "pc_gpu_log_apply: this build has no CUDA support");
 }
+
+pc_status pc_gpu_log_d_apply(const double *x, float *y, int64_t n) {
+    (void)x, (void)y, (void)n;
+    return pc_fail(PC_ERR_UNSUPPORTED, "pc_gpu_log_d_apply: this build has no CUDA support");
+}

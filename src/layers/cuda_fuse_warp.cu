@@ -412,6 +412,17 @@ static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const war
     }
 }
 
+/* The log of a chain top's output, a sum of products of non-negative finite numbers. At K = 64
+ * straight from the FP64 sum (integer operations instead of an FP64 -> FP32 conversion, which
+ * shares its pipe with the mma): 1.02x at batches 2,048-8,192; at K = 16 and 32 0.99-1.00x,
+ * so they keep the conversion (results file 144). */
+template <int KP> static __device__ __forceinline__ float warp_top_log(double y) {
+    if constexpr (KP == 64)
+        return pc_gpu_log_nonneg_d(y);
+    else
+        return pc_gpu_log_nonneg(pc_gpu_d2f(y));
+}
+
 /* One item: chain c, samples 16 t .. 16 t + 15, all K outputs of each group, by one warp.
  * Every warp of the block calls it for the gang when exp(w) goes through shared memory (the
  * copies and their barriers are the block's); `active` is false for a warp whose tile lies
@@ -533,8 +544,8 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                                 make_float2(pc_gpu_d2f(acc[np][h][0]), pc_gpu_d2f(acc[np][h][1]));
                             continue;
                         }
-                        const float v0 = pc_gpu_log_nonneg(pc_gpu_d2f(acc[np][h][0]));
-                        const float v1 = pc_gpu_log_nonneg(pc_gpu_d2f(acc[np][h][1]));
+                        const float v0 = warp_top_log<KP>(acc[np][h][0]);
+                        const float v1 = warp_top_log<KP>(acc[np][h][1]);
                         if (ok[h] && j < K) out[h][j] = v0;
                         if (ok[h] && j + 1 < K) out[h][j + 1] = v1;
                     }

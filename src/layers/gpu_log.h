@@ -25,6 +25,8 @@ extern "C" {
 /* y[i] = the GPU's pc_gpu_log(x[i]) (nonneg: pc_gpu_log_nonneg) for n values in host memory
  * (src/layers/cuda_log.cu), for tests; PC_ERR_UNSUPPORTED in a build without CUDA. */
 pc_status pc_gpu_log_apply(const float *x, float *y, int64_t n, int nonneg);
+/* y[i] = the GPU's pc_gpu_log_nonneg_d(x[i]), likewise. */
+pc_status pc_gpu_log_d_apply(const double *x, float *y, int64_t n);
 #ifdef __cplusplus
 }
 #endif
@@ -94,6 +96,35 @@ PC_GPU_LOG_FN float pc_gpu_log_nonneg(float y) {
 #else
     return pc_gpu_log(y);
 #endif
+}
+
+/* log y in FP32 for a non-negative finite double y (a sum of products of non-negative finite
+ * numbers, formed in FP64), without converting y to FP32: the mantissa, rounded to 24 bits by
+ * integer operations, as a float m in [1, 2], and log y = e ln 2 + log m with e the double's
+ * exponent (so y below FP32's range keeps its log). The error is that of pc_gpu_log(m) plus the
+ * mantissa's rounding (at most 2^-24 relative, 6e-8 nats). +0 and subnormal y give -inf (as
+ * flush-to-zero would); negative y, infinity and NaN give a meaningless value. */
+PC_GPU_LOG_FN float pc_gpu_log_nonneg_d(double y) {
+#ifdef __CUDA_ARCH__
+    const uint32_t hi = (uint32_t)__double2hiint(y), lo = (uint32_t)__double2loint(y);
+#else
+    uint64_t u;
+    memcpy(&u, &y, sizeof u);
+    const uint32_t hi = (uint32_t)(u >> 32), lo = (uint32_t)u;
+#endif
+    /* The top 23 mantissa bits plus the next one, added: a carry makes m exactly 2. */
+    const uint32_t mbits = 0x3f800000u + (((hi & 0xfffffu) << 3) | (lo >> 29)) + ((lo >> 28) & 1u);
+    float m;
+#ifdef __CUDA_ARCH__
+    m = __uint_as_float(mbits);
+    const float log_m = __log2f(m) * 0.693147180559945f;
+#else
+    memcpy(&m, &mbits, sizeof m);
+    const float log_m = pc_gpu_log(m);
+#endif
+    const float e = (float)((int)(hi >> 20) - 1023);
+    const float r = fmaf(e, 0.693145751953125f, fmaf(e, 1.42860682e-6f, log_m));
+    return hi < 0x00100000u ? -INFINITY : r; /* exponent field 0: zero or subnormal */
 }
 
 #endif
