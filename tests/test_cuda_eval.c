@@ -31,7 +31,7 @@
 static const pc_backend gpu_backends[] = {PC_BACKEND_FUSE, PC_BACKEND_INT, PC_BACKEND_GEMM};
 
 /* Every GPU path: the public backends (fuse picks a strategy by K and batch) and fuse's two
- * strategies forced, so each runs on every shape it takes (tile K <= 128, warp K <= 64). */
+ * strategies forced, so each runs on every shape it takes (tile and warp K <= 128). */
 typedef struct variant {
     const char *name;
     pc_backend backend;
@@ -43,7 +43,7 @@ static const variant variants[] = {
     {"fuse", PC_BACKEND_FUSE, NULL, 0},
     {"fuse/tile", PC_BACKEND_FUSE, &pc_backend_fuse_tile_ops, 128},
     {"fuse/persistent", PC_BACKEND_FUSE, &pc_backend_fuse_persistent_ops, 0},
-    {"fuse/warp", PC_BACKEND_FUSE, &pc_backend_fuse_warp_ops, 64},
+    {"fuse/warp", PC_BACKEND_FUSE, &pc_backend_fuse_warp_ops, 128},
     {"int", PC_BACKEND_INT, NULL, 0},
     {"gemm", PC_BACKEND_GEMM, NULL, 0},
 };
@@ -189,6 +189,8 @@ static void test_shapes(void **state) {
          * form) with four samples per block, K = 96 with eight and zero probabilities */
         {"K=128 random, n=500", 30, 4, 128, 0.3, 0, 0, 500, 0.1},
         {"K=96 random, zeros, n=1000", 30, 3, 96, 0.3, 1, 0, 1000, 0.1},
+        /* the warp strategy at 64 < K <= 128 without 16-byte loads (K % 4 != 0) */
+        {"K=71 random, zeros, n=700", 30, 3, 71, 0.3, 1, 0, 700, 0.1},
         /* the persistent strategy's two configurations above K = 64 (from 2,048 samples FP32
          * items of 64 samples, below that tensor-core items at K <= 128 and 32-sample items at
          * K > 128), with the gather's 16-byte loads (K % 4 == 0) and without (K = 130); the

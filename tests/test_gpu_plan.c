@@ -385,11 +385,24 @@ static void test_fuse_choice(void **state) {
     assert_true(pc_gpu_fuse_takes_warp(33, 529, 132));
     assert_true(pc_gpu_fuse_takes_warp(64, 640, 132));
     assert_true(pc_gpu_fuse_takes_warp(64, 4096, 132));
-    for (int rep = 0; rep < 5000; rep++) {
-        /* warp exactly where a tile block would hold > 8 samples (K <= 32) or > 4 (K > 32) */
-        const int32_t sms = (int32_t)pc_hr_int(1, 200), K = (int32_t)pc_hr_int(1, 64);
+    /* above K = 64: from 96 to 128 only; at K = 128 from 9 samples per tile block */
+    assert_false(pc_gpu_fuse_takes_warp(80, 4096, 132));
+    assert_false(pc_gpu_fuse_takes_warp(96, 528, 132));
+    assert_true(pc_gpu_fuse_takes_warp(96, 529, 132));
+    assert_false(pc_gpu_fuse_takes_warp(128, 1056, 132));
+    assert_true(pc_gpu_fuse_takes_warp(128, 1057, 132));
+    assert_false(pc_gpu_fuse_takes_warp(129, 4096, 132));
+    assert_false(pc_gpu_fuse_warp_k(0));
+    for (int rep = 0; rep < 20000; rep++) {
+        /* warp exactly where a tile block would hold > 8 samples (K <= 32, K = 128) or > 4
+         * (32 < K < 128), at K <= 64 and 96 <= K <= 128 */
+        const int32_t sms = (int32_t)pc_hr_int(1, 200), K = (int32_t)pc_hr_int(1, 300);
         const int64_t n = pc_hr_int(1, 20000);
-        if (pc_gpu_fuse_takes_warp(K, n, sms) != (n > (K > 32 ? 4 : 8) * (int64_t)sms))
+        const int considered = K <= 64 || (K >= 96 && K <= 128);
+        const int per_block = K <= 32 || K == 128 ? 8 : 4;
+        if (pc_gpu_fuse_warp_k(K) != considered)
+            fail_msg("K = %d: warp considered %d", K, pc_gpu_fuse_warp_k(K));
+        if (pc_gpu_fuse_takes_warp(K, n, sms) != (considered && n > per_block * (int64_t)sms))
             fail_msg("K = %d, n = %lld on %d SMs: takes warp %d", K, (long long)n, sms,
                      pc_gpu_fuse_takes_warp(K, n, sms));
     }

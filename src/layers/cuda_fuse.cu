@@ -526,9 +526,10 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
     fuse_enqueue,    NULL,             NULL,             NULL};
 
 /* fuse's own choice, per forward pass of n samples:
- *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 where the tile strategy would put
- *     more than 8 samples in a block: enough warp items to fill the GPU, each without a
- *     barrier;
+ *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 and 96 <= K <= 128 where the tile
+ *     strategy would put more than 8 samples in a block at K <= 32 and K = 128, more than 4
+ *     at the other K (pc_gpu_fuse_takes_warp): enough warp items to fill the GPU, each
+ *     without a barrier;
  *   - else the tile strategy (no waits between blocks) up to K = 64, at K = 128 up to two
  *     waves of 32-sample blocks, and at 64 < K < 128 only at 4 or 8 samples per block with
  *     at least 3/4 of the SMs busy (pc_gpu_fuse_takes_tile);
@@ -552,7 +553,6 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
  * the persistent kernel's work shrinks with K squared. At K = 128 and 8,192 / 16,384 samples
  * (two and four waves of 32-sample blocks; file 114): tile 7.376 / 14.754, persistent 7.487 /
  * 13.848. */
-#define FUSE_WARP_MAX_K PC_GPU_WARP_MAX_K
 
 static const char *choose_strategy(const pc_gpu_state *s) {
     return s->last_strategy ? s->last_strategy : s->tile_ok ? "tile" : "persistent";
@@ -565,7 +565,7 @@ static pc_status choose_configure(pc_gpu_state *s) {
         if ((st = pc_gpu_fuse_tile_prepare(s))) return st;
         s->tile_ok = 1;
     }
-    if (st == PC_OK && s->K <= FUSE_WARP_MAX_K && pc_gpu_fuse_warp_takes(s))
+    if (st == PC_OK && pc_gpu_fuse_warp_k(s->K) && pc_gpu_fuse_warp_takes(s))
         st = pc_gpu_fuse_warp_prepare(s);
     return st;
 }
@@ -594,11 +594,18 @@ static void choose_release(pc_gpu_state *s) {
  * (1,152-2,048) warp 1.00-1.08x faster at K = 16, 1.29-1.66x at K = 32 and 64. Since the K = 64
  * chain bottom gathers both rows together (file 136), warp is 1.05-1.16x faster at T = 8 for
  * K = 40-64, tile 1.42-1.52x at T = 4 (file 138). (With the half-rate mma K <= 16 switched at
- * 2,113: batch 2,048, T = 16, tile 0.151 against warp 0.157 ms.) Where the tile strategy
- * cannot take the circuit, the warp strategy takes every batch (at 512 it ran 1.1-2.7x faster
- * than the persistent kernel, file 103). */
+ * 2,113: batch 2,048, T = 16, tile 0.151 against warp 0.157 ms.) Above K = 64 (rows padded to
+ * 128; file 147), ms at batch 512 / 1,024 / 2,048 / 4,096 / 8,192:
+ *   K = 128: tile 0.574 / 0.963 / 1.85 / 3.48 / 6.97,  warp 1.08 / 1.10 / 1.52 / 2.71 / 5.35;
+ *   K = 96:  tile 0.667 / 1.12, persistent 1.58 / 2.98 / 5.50 (2,048-8,192),
+ *            warp 0.832 / 0.980 / 1.37 / 2.51 / 4.99;
+ * so warp from T = 16 at K = 128 (the tile kernel's constant-stride form), from T = 8 at
+ * 96 <= K < 128; below K = 96 the persistent kernel's K x K work is smaller than the padded
+ * rows'. Where the tile strategy cannot take the circuit at K <= 64, the warp strategy takes
+ * every batch (at 512 it ran 1.1-2.7x faster than the persistent kernel, file 103). */
 static pc_status choose_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {
-    if (s->warp_ok && (!s->tile_ok || pc_gpu_fuse_takes_warp(s->K, a->n, s->sms))) {
+    if (s->warp_ok &&
+        ((!s->tile_ok && s->K <= 64) || pc_gpu_fuse_takes_warp(s->K, a->n, s->sms))) {
         s->last_strategy = "warp";
         return pc_gpu_fuse_warp_enqueue(s, a, stream);
     }

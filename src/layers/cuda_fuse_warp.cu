@@ -1,4 +1,4 @@
-/* `fuse`, the warp strategy (K <= 64): one persistent kernel whose work item is (chain of
+/* `fuse`, the warp strategy (K <= 128): one persistent kernel whose work item is (chain of
  * groups, 16 samples) for one warp, all K outputs, with the product on the FP64 tensor cores.
  *
  * Why one warp per item: the block-wide items of the persistent strategy (cuda_fuse.cu) spend
@@ -112,10 +112,23 @@ template <int KP> static __host__ __device__ constexpr bool warp_smem_w() { retu
  * KP + 8 with a per-lane order of the quads were measured before: level at K = 64, 1.07-1.08x
  * slower at K = 32, the extra registers spilling.) */
 template <int KP> static __host__ __device__ constexpr int warp_ld() {
-    return KP == 64 ? 76 : KP + 4;
+    return KP == 128 ? 128 : KP == 64 ? 76 : KP + 4;
 }
 template <int KP> static __host__ __device__ constexpr int warp_col(int k) {
     return k + (KP == 64 && k >= KP / 2 ? 8 : 0);
+}
+/* Where (row, k) lies, in floats. At K = 128 without padding (a block's shared memory must hold
+ * two blocks): the 16-byte words of each 32-float quarter of a row XOR-swizzled by the
+ * quarter and the row's parity, so that a quarter-warp's 8 words (rows g, g + 1, quarters
+ * t = 0..3) fall in 8 different bank groups. */
+template <int KP> static __host__ __device__ constexpr int warp_at(int row, int k) {
+    return KP == 128 ? row * 128 + (k ^ ((((k >> 5) << 1 | (row & 1)) & 7) << 2))
+                     : row * warp_ld<KP>() + warp_col<KP>(k);
+}
+/* The same for k = k0 + off, a lane's k0 (its first column) and off < KP / 4: at K <= 64 as
+ * warp_at(row, k0) + off, which the compiler folds across a lane's words. */
+template <int KP> static __host__ __device__ constexpr int warp_at(int row, int k0, int off) {
+    return KP == 128 ? warp_at<KP>(row, k0 + off) : warp_at<KP>(row, k0) + off;
 }
 
 /* The block copies one group's exp(w) ([KP][KP], 16-byte aligned) into ws[KP][warp_ld] with
@@ -125,7 +138,7 @@ static __device__ __forceinline__ void warp_stage_w(const float *w, float *ws) {
     for (int i = threadIdx.x; i < KP * KP / 4; i += WARP_BLOCK) {
         const int row = i / (KP / 4), c = 4 * (i % (KP / 4));
         const unsigned d =
-            (unsigned)__cvta_generic_to_shared(ws + row * warp_ld<KP>() + warp_col<KP>(c));
+            (unsigned)__cvta_generic_to_shared(ws + warp_at<KP>(row, c));
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d),
                      "l"(w + (size_t)row * KP + c)
                      : "memory");
@@ -356,8 +369,7 @@ static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const war
         for (int q = 0; q < NQ; q++) {
             float4 c = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             if (active)
-                c = *reinterpret_cast<const float4 *>(carry + (g8 + 8 * h) * LD +
-                                                      warp_col<KP>(k0) + 4 * q);
+                c = *reinterpret_cast<const float4 *>(carry + warp_at<KP>(g8 + 8 * h, k0, 4 * q));
             ed[h][4 * q] = pc_gpu_f2d(c.x), ed[h][4 * q + 1] = pc_gpu_f2d(c.y);
             ed[h][4 * q + 2] = pc_gpu_f2d(c.z), ed[h][4 * q + 3] = pc_gpu_f2d(c.w);
         }
@@ -521,8 +533,8 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                     for (int np = 0; np < NP; np++) {
                         float4 w;
                         if constexpr (warp_smem_w<KP>())
-                            w = reinterpret_cast<const float4 *>(ws + (8 * (n0 + np) + g8) * LD +
-                                                                 warp_col<KP>(k0))[s4];
+                            w = *reinterpret_cast<const float4 *>(
+                                ws + warp_at<KP>(8 * (n0 + np) + g8, k0, 4 * s4));
                         else
                             w = wreg[n0 + np][s4];
                         wv[np][0] = pc_gpu_f2d(w.x), wv[np][1] = pc_gpu_f2d(w.y);
@@ -539,8 +551,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
                         if (!top) {
-                            *reinterpret_cast<float2 *>(carry + (g8 + 8 * h) * LD +
-                                                        warp_col<KP>(j)) =
+                            *reinterpret_cast<float2 *>(carry + warp_at<KP>(g8 + 8 * h, j)) =
                                 make_float2(pc_gpu_d2f(acc[np][h][0]), pc_gpu_d2f(acc[np][h][1]));
                             continue;
                         }
@@ -570,14 +581,14 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
 }
 
 /* The persistent loop: gangs of items (chain-major, chain order) until none is left.
- * Blocks per SM by K: 3 (168 registers) at K <= 64, 5 (96) at K <= 32; a lane holds 2 KP / 4
- * operands in FP64 for the mma. Fewer warps than fit ran faster (H200, measured with the
+ * Blocks per SM by K: 2 (255 registers; 104 KB of shared memory each) at 64 < K <= 128, 3
+ * (168) at K <= 64, 5 (96) at K <= 32; a lane holds 2 KP / 4 operands in FP64 for the mma. Fewer warps than fit ran faster (H200, measured with the
  * linear links: K = 64 at 1,024-2,048 samples 1.14-1.16x with 3 blocks instead of 4, 1.00x at
  * 4,096; K = 16 1.06-1.15x with 6 instead of 8, and with the staged rows 1.07-1.10x with 5
  * instead of 6; K = 32 level or slower with 3 or 4): an item's latency on the tree's critical
  * path counts more than the warps in flight. Dynamic shared memory: warp_smem_bytes<KP>(). */
 template <int KP, bool V4, bool KX>
-static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 3 : 5)
+static __global__ void __launch_bounds__(WARP_BLOCK, KP == 128 ? 2 : KP == 64 ? 3 : 5)
     warp_kernel(pc_gpu_args a, int total) {
     const int lane = threadIdx.x & 31;
     /* The block's warps take consecutive tiles of one chain ("gang" of W tiles), so that a
@@ -612,7 +623,9 @@ static __global__ void __launch_bounds__(WARP_BLOCK, KP == 64 ? 3 : 5)
 
 typedef void (*warp_fn)(pc_gpu_args, int);
 
-/* The kernel for K: at K = 64 its KX form (no column checks, constant row strides: batches
+/* The kernel for K (64 < K <= 128 with rows padded to 128: at K = 128 and batch 4,096 1.29x
+ * faster than the tile strategy, at K = 96 1.19x faster than the persistent one; results
+ * file 147): at K = 64 its KX form (no column checks, constant row strides: batches
  * 2,048-4,096 1.02-1.03x, results file 104); not at K = 16, where that form's loads spill 200
  * bytes (0.70-0.80x), nor at 32 (0.97-1.03x). */
 template <int KP> static warp_fn warp_pick_kp(int K) {
@@ -622,13 +635,17 @@ template <int KP> static warp_fn warp_pick_kp(int K) {
 }
 
 static warp_fn warp_pick(int K) {
-    return K <= 16 ? warp_pick_kp<16>(K) : K <= 32 ? warp_pick_kp<32>(K) : warp_pick_kp<64>(K);
+    return K <= 16   ? warp_pick_kp<16>(K)
+           : K <= 32 ? warp_pick_kp<32>(K)
+           : K <= 64 ? warp_pick_kp<64>(K)
+                     : warp_pick_kp<128>(K);
 }
 
 static size_t warp_smem(int K) {
     return K <= 16   ? warp_smem_bytes<16>()
            : K <= 32 ? warp_smem_bytes<32>()
-                     : warp_smem_bytes<64>();
+           : K <= 64 ? warp_smem_bytes<64>()
+                     : warp_smem_bytes<128>();
 }
 
 /* Whether the input rows (V (C + 1), staged as int32) fit the warp strategy. */

@@ -355,8 +355,11 @@ int32_t pc_gpu_tile_samples(int64_t n, int32_t sms) {
     return T;
 }
 
+int pc_gpu_fuse_warp_k(int32_t K) { return K >= 1 && (K <= 64 || (K >= 96 && K <= 128)); }
+
 int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms) {
-    return pc_gpu_tile_samples(n, sms) > (K > 32 ? 4 : 8);
+    if (!pc_gpu_fuse_warp_k(K)) return 0;
+    return pc_gpu_tile_samples(n, sms) > (K <= 32 || K == 128 ? 8 : 4);
 }
 
 int pc_gpu_fuse_takes_tile(int32_t K, int64_t n, int32_t sms) {

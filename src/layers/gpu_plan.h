@@ -88,11 +88,15 @@ void pc_gpu_tile_thin_layers(const pc_circuit *circuit, int32_t per_group, int32
 #define PC_GPU_TILE_MAX_T 32
 int32_t pc_gpu_tile_samples(int64_t n, int32_t sms);
 
-/* fuse's choice between its tile and warp strategies for K <= 64, where both take the circuit:
- * warp (1) once a tile block would hold more than 8 samples at K <= 32, more than 4 at
- * 32 < K <= 64. A tile block's time grows with its samples, so the tile strategy's time is a
- * staircase in n while the warp strategy's grows smoothly (the measurements are in
- * cuda_fuse.cu). */
+/* Whether fuse considers its warp strategy at K: K <= 64 and 96 <= K <= 128 (below 96 the warp
+ * kernel's rows padded to 128 cost more than the persistent kernel's K x K products). */
+int pc_gpu_fuse_warp_k(int32_t K);
+
+/* fuse's choice of its warp strategy at such a K, against the tile strategy (and the
+ * persistent one above K = 64): warp (1) once a tile block would hold more than 8 samples at
+ * K <= 32 and K = 128, more than 4 at 32 < K < 128. A tile block's time grows with its
+ * samples, so the tile strategy's time is a staircase in n while the warp strategy's grows
+ * smoothly (the measurements are in cuda_fuse.cu). */
 int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms);
 
 /* fuse's choice between its tile and persistent strategies: tile (1) at K <= 64, and at K = 128
