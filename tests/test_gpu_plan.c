@@ -385,24 +385,25 @@ static void test_fuse_choice(void **state) {
     assert_true(pc_gpu_fuse_takes_warp(33, 529, 132));
     assert_true(pc_gpu_fuse_takes_warp(64, 640, 132));
     assert_true(pc_gpu_fuse_takes_warp(64, 4096, 132));
-    /* above K = 64: from 96 to 128 only; at K = 128 from 9 samples per tile block */
-    assert_false(pc_gpu_fuse_takes_warp(80, 4096, 132));
-    assert_false(pc_gpu_fuse_takes_warp(96, 528, 132));
-    assert_true(pc_gpu_fuse_takes_warp(96, 529, 132));
+    /* above K = 64: from 72 to 128 only, from 6 samples per SM (at K = 128 from 9) */
+    assert_false(pc_gpu_fuse_takes_warp(71, 4096, 132));
+    assert_true(pc_gpu_fuse_takes_warp(72, 4096, 132));
+    assert_false(pc_gpu_fuse_takes_warp(96, 792, 132));
+    assert_true(pc_gpu_fuse_takes_warp(96, 793, 132));
     assert_false(pc_gpu_fuse_takes_warp(128, 1056, 132));
     assert_true(pc_gpu_fuse_takes_warp(128, 1057, 132));
     assert_false(pc_gpu_fuse_takes_warp(129, 4096, 132));
     assert_false(pc_gpu_fuse_warp_k(0));
     for (int rep = 0; rep < 20000; rep++) {
         /* warp exactly where a tile block would hold > 8 samples (K <= 32, K = 128) or > 4
-         * (32 < K < 128), at K <= 64 and 96 <= K <= 128 */
+         * (32 < K <= 64), and from n > 6 sms at 72 <= K < 128 */
         const int32_t sms = (int32_t)pc_hr_int(1, 200), K = (int32_t)pc_hr_int(1, 300);
         const int64_t n = pc_hr_int(1, 20000);
-        const int considered = K <= 64 || (K >= 96 && K <= 128);
-        const int per_block = K <= 32 || K == 128 ? 8 : 4;
+        const int considered = K <= 64 || (K >= 72 && K <= 128);
+        const int per_sm = K <= 32 || K == 128 ? 8 : K <= 64 ? 4 : 6;
         if (pc_gpu_fuse_warp_k(K) != considered)
             fail_msg("K = %d: warp considered %d", K, pc_gpu_fuse_warp_k(K));
-        if (pc_gpu_fuse_takes_warp(K, n, sms) != (considered && n > per_block * (int64_t)sms))
+        if (pc_gpu_fuse_takes_warp(K, n, sms) != (considered && n > per_sm * (int64_t)sms))
             fail_msg("K = %d, n = %lld on %d SMs: takes warp %d", K, (long long)n, sms,
                      pc_gpu_fuse_takes_warp(K, n, sms));
     }
@@ -412,8 +413,9 @@ static void test_fuse_choice(void **state) {
     for (int32_t K = 65; K <= 300; K += K == 120 ? 8 : 5) /* 65, 70, ..., 120, 128, 133, ... */
         for (int64_t n = 1; n <= 20000; n += n < 9000 ? 1 : 37) {
             const int want = K == 128 ? n <= 8448
-                                      : K < 128 && ((n >= tile_from[0] && n <= tile_to[0]) ||
-                                                    (n >= tile_from[1] && n <= tile_to[1]));
+                                      : K >= 96 && K < 128 &&
+                                            ((n >= tile_from[0] && n <= tile_to[0]) ||
+                                             (n >= tile_from[1] && n <= tile_to[1]));
             if (pc_gpu_fuse_takes_tile(K, n, 132) != want)
                 fail_msg("K = %d, n = %lld: takes tile %d, want %d", K, (long long)n,
                          pc_gpu_fuse_takes_tile(K, n, 132), want);

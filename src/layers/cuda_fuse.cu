@@ -526,12 +526,12 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
     fuse_enqueue,    NULL,             NULL,             NULL};
 
 /* fuse's own choice, per forward pass of n samples:
- *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 and 96 <= K <= 128 where the tile
- *     strategy would put more than 8 samples in a block at K <= 32 and K = 128, more than 4
- *     at the other K (pc_gpu_fuse_takes_warp): enough warp items to fill the GPU, each
- *     without a barrier;
+ *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 where the tile strategy would put
+ *     more than 8 samples in a block at K <= 32, more than 4 at 32 < K <= 64; at K = 128 from
+ *     8 samples per SM, at 72 <= K < 128 from 6 (pc_gpu_fuse_takes_warp): enough warp items
+ *     to fill the GPU, each without a barrier;
  *   - else the tile strategy (no waits between blocks) up to K = 64, at K = 128 up to two
- *     waves of 32-sample blocks, and at 64 < K < 128 only at 4 or 8 samples per block with
+ *     waves of 32-sample blocks, and at 96 <= K < 128 only at 4 or 8 samples per block with
  *     at least 3/4 of the SMs busy (pc_gpu_fuse_takes_tile);
  *   - else the persistent kernel.
  * Measured on the H200 (MNIST tree), ms per forward pass at batch 1024 / 2048 / 3072 / 4096
@@ -599,10 +599,17 @@ static void choose_release(pc_gpu_state *s) {
  *   K = 128: tile 0.574 / 0.963 / 1.85 / 3.48 / 6.97,  warp 1.08 / 1.10 / 1.52 / 2.71 / 5.35;
  *   K = 96:  tile 0.667 / 1.12, persistent 1.58 / 2.98 / 5.50 (2,048-8,192),
  *            warp 0.832 / 0.980 / 1.37 / 2.51 / 4.99;
- * so warp from T = 16 at K = 128 (the tile kernel's constant-stride form), from T = 8 at
- * 96 <= K < 128; below K = 96 the persistent kernel's K x K work is smaller than the padded
- * rows'. Where the tile strategy cannot take the circuit at K <= 64, the warp strategy takes
- * every batch (at 512 it ran 1.1-2.7x faster than the persistent kernel, file 103). */
+ * and around the switches at K = 72, 80, 96, 112, 128 (file 149): warp overtakes the
+ * persistent kernel between 768 and 1,024 samples (K = 96 at 768: warp 0.876, persistent
+ * 0.892; at 1,024 0.975 and 1.127), the tile kernel's K = 128 form at 1,057 (tile 0.984 at
+ * 1,056, 1.78 at 1,057 with 16 samples per block; warp 1.10-1.11); at K = 72 it is 1.04-1.36x
+ * faster than the persistent kernel at 1,024-4,096 and 0.97x at 8,192. So warp from n > 6 sms
+ * at 72 <= K < 128 and from n > 8 sms at K = 128; nearer K = 64 the persistent kernel's
+ * K x K work shrinks below the padded rows'. With these rules fuse ran within 1 % of the
+ * fastest strategy at all 60 points of file 149 but K = 72 at 8,192 (3 %), K = 96 at 768
+ * (2 %) and K = 128 at 529 (tile, 17 %). Where the tile strategy cannot take the circuit at
+ * K <= 64, the warp strategy takes every batch (at 512 it ran 1.1-2.7x faster than the
+ * persistent kernel, file 103). */
 static pc_status choose_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {
     if (s->warp_ok &&
         ((!s->tile_ok && s->K <= 64) || pc_gpu_fuse_takes_warp(s->K, a->n, s->sms))) {
