@@ -132,16 +132,26 @@ template <int KP> static __host__ __device__ constexpr int warp_at(int row, int 
 }
 
 /* The block copies one group's exp(w) ([KP][KP], 16-byte aligned) into ws[KP][warp_ld] with
- * cp.async; the caller waits for it before reading. */
+ * cp.async; the caller waits for it before reading. A thread copies one 16-byte column c of
+ * rows row0, row0 + RPS, ... (RPS = the rows a step of the block covers, even): its column
+ * and row parity stay, so both its addresses move by RPS rows a step, where computing each
+ * chunk's row, column and swizzle took about 20 instructions per chunk (at K = 128, 32 chunks
+ * per thread and group: 17 % of the kernel's instructions, results file 150). */
 template <int KP>
 static __device__ __forceinline__ void warp_stage_w(const float *w, float *ws) {
-    for (int i = threadIdx.x; i < KP * KP / 4; i += WARP_BLOCK) {
-        const int row = i / (KP / 4), c = 4 * (i % (KP / 4));
-        const unsigned d =
-            (unsigned)__cvta_generic_to_shared(ws + warp_at<KP>(row, c));
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d),
-                     "l"(w + (size_t)row * KP + c)
-                     : "memory");
+    if constexpr (warp_smem_w<KP>()) {
+        constexpr int CPR = KP / 4, RPS = WARP_BLOCK / CPR; /* chunks per row, rows per step */
+        static_assert(WARP_BLOCK % CPR == 0 && KP % RPS == 0 && RPS % 2 == 0,
+                      "exp(w)'s copy: whole rows per step, an even number");
+        const int row0 = threadIdx.x / CPR, c = 4 * (threadIdx.x % CPR);
+        const unsigned d = (unsigned)__cvta_generic_to_shared(ws + warp_at<KP>(row0, c));
+        const float *s = w + (size_t)row0 * KP + c;
+#pragma unroll
+        for (int j = 0; j < KP / RPS; j++)
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
+                             d + (unsigned)(j * RPS * warp_ld<KP>() * sizeof(float))),
+                         "l"(s + (size_t)j * RPS * KP)
+                         : "memory");
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
