@@ -456,7 +456,8 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
     constexpr int NT = KP / 8; /* 8-wide n-tiles of outputs */
     /* n-tiles per pass of the product: two independent mma chains in flight (with the
      * 8 x 8 x 4 shape four chains against two won 1.01-1.04x at K = 32 and 64; with the
-     * 16 x 8 x 16 shape four against two are level, 0.98-1.02x at batches 512-4,096). */
+     * 16 x 8 x 16 shape four against two are level, 0.98-1.02x at batches 512-4,096; at
+     * K = 128 1.00-1.01x, results file 150). */
     constexpr int NP = 2;
     constexpr int LD = warp_ld<KP>();
     const int g8 = lane >> 2, t4 = lane & 3, K = KX ? KP : a.K, k0 = t4 * (KP / 4);
@@ -529,7 +530,8 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
                              a.rel + ((size_t)c * a.chunk + r[1]) * K};
             /* Unrolled at every K: at K = 64 the loop stayed rolled while the item spilled
              * (unrolled twice 1.00-1.04x, results file 126); since the item's spills went
-             * (steps 136, 140), fully unrolled it spills none and ran 1.02x (file 142). */
+             * (steps 136, 140), fully unrolled it spills none and ran 1.02x (file 142). At
+             * K = 128 rolled or unrolled twice: 0.99-1.01x (file 150). */
 #pragma unroll
             for (int n0 = 0; n0 < NT; n0 += NP) {
                 double acc[NP][2][2];
