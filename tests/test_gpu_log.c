@@ -81,7 +81,8 @@ static int log_d_inputs(double *x, int n) {
     for (int e = -1022; e <= 1023 && i < n; e++) x[i++] = ldexp(1.0, e);
     while (i < n / 2) x[i++] = exp2(uniform(-1022.0, 1023.9));
     while (i < 5 * n / 8) x[i++] = 1.0 + uniform(-0.01, 0.01);
-    while (i < 3 * n / 4) x[i++] = ldexp(2.0 - ldexp(uniform(0.0, 1.0), -23), (int)uniform(-60, 60));
+    while (i < 3 * n / 4)
+        x[i++] = ldexp(2.0 - ldexp(uniform(0.0, 1.0), -23), (int)uniform(-60, 60));
     while (i < 7 * n / 8) x[i++] = exp2(uniform(-160.0, -120.0));
     while (i < n) x[i++] = uniform(1e-6, 300.0);
     return i;
@@ -91,7 +92,8 @@ static void check_d(double y, float got_f, double tol) {
     const double want = log(y), got = (double)got_f;
     const double bound = tol + fabs(want) * 0x1p-23, err = fabs(got - want);
     if (!(err <= bound))
-        fail_msg("log_d(%.17g): got %.17g, want %.17g (error %.3g > %.3g)", y, got, want, err, bound);
+        fail_msg("log_d(%.17g): got %.17g, want %.17g (error %.3g > %.3g)", y, got, want, err,
+                 bound);
     if (err / bound > worst_excess) worst_excess = err / bound;
 }
 
@@ -165,7 +167,8 @@ static void test_device_log(void **state) {
     xd[nd++] = 0x1p-1030; /* subnormal: as 0 */
     nd += log_d_inputs(xd + nd, N - nd);
     for (int j = 0; j < nd; j++) y2[j] = 12345.0f;
-    if (pc_gpu_log_d_apply(xd, y2, nd) != PC_OK) fail_msg("pc_gpu_log_d_apply: %s", pc_last_error());
+    if (pc_gpu_log_d_apply(xd, y2, nd) != PC_OK)
+        fail_msg("pc_gpu_log_d_apply: %s", pc_last_error());
     for (int j = 0; j < nf; j++) {
         if (memcmp(&y2[j], &yf[j], sizeof yf[j]) != 0)
             fail_msg("device log_nonneg_d(%.9g): got %.9g, want %.9g", xd[j], y2[j], yf[j]);

@@ -372,7 +372,7 @@ static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const war
                                                  int vi0, int vi1, int g8, int k0, bool active,
                                                  const float *carry, double (&ed)[2][KP / 4],
                                                  double (&o)[2]) {
-    constexpr int NQ = KP / 16, LD = warp_ld<KP>(), U = WARP_LINK_U;
+    constexpr int NQ = KP / 16, U = WARP_LINK_U;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
 #pragma unroll
@@ -459,7 +459,6 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
      * 16 x 8 x 16 shape four against two are level, 0.98-1.02x at batches 512-4,096; at
      * K = 128 1.00-1.01x, results file 150). */
     constexpr int NP = 2;
-    constexpr int LD = warp_ld<KP>();
     const int g8 = lane >> 2, t4 = lane & 3, K = KX ? KP : a.K, k0 = t4 * (KP / 4);
     const int cb = __ldg(a.chain_begin + c), ce = __ldg(a.chain_begin + c + 1);
     /* Rows as int (n is an int32): fewer registers for the state kept through a chain. */
@@ -594,11 +593,12 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
 
 /* The persistent loop: gangs of items (chain-major, chain order) until none is left.
  * Blocks per SM by K: 2 (255 registers; 104 KB of shared memory each) at 64 < K <= 128, 3
- * (168) at K <= 64, 5 (96) at K <= 32; a lane holds 2 KP / 4 operands in FP64 for the mma. Fewer warps than fit ran faster (H200, measured with the
- * linear links: K = 64 at 1,024-2,048 samples 1.14-1.16x with 3 blocks instead of 4, 1.00x at
- * 4,096; K = 16 1.06-1.15x with 6 instead of 8, and with the staged rows 1.07-1.10x with 5
- * instead of 6; K = 32 level or slower with 3 or 4): an item's latency on the tree's critical
- * path counts more than the warps in flight. Dynamic shared memory: warp_smem_bytes<KP>(). */
+ * (168) at K <= 64, 5 (96) at K <= 32; a lane holds 2 KP / 4 operands in FP64 for the mma.
+ * Fewer warps than fit ran faster (H200, measured with the linear links: K = 64 at
+ * 1,024-2,048 samples 1.14-1.16x with 3 blocks instead of 4, 1.00x at 4,096; K = 16
+ * 1.06-1.15x with 6 instead of 8, and with the staged rows 1.07-1.10x with 5 instead of 6;
+ * K = 32 level or slower with 3 or 4): an item's latency on the tree's critical path counts
+ * more than the warps in flight. Dynamic shared memory: warp_smem_bytes<KP>(). */
 template <int KP, bool V4, bool KX>
 static __global__ void __launch_bounds__(WARP_BLOCK, KP == 128 ? 2 : KP == 64 ? 3 : 5)
     warp_kernel(pc_gpu_args a, int total) {
