@@ -385,8 +385,10 @@ static void test_fuse_choice(void **state) {
     assert_true(pc_gpu_fuse_takes_warp(33, 529, 132));
     assert_true(pc_gpu_fuse_takes_warp(64, 640, 132));
     assert_true(pc_gpu_fuse_takes_warp(64, 4096, 132));
-    /* above K = 64: from 72 to 128 only, from 6 samples per SM (at K = 128 from 9) */
-    assert_false(pc_gpu_fuse_takes_warp(71, 4096, 132));
+    /* above K = 64: up to 128, from 6 samples per SM (at K = 128 from 9) */
+    assert_false(pc_gpu_fuse_takes_warp(65, 792, 132));
+    assert_true(pc_gpu_fuse_takes_warp(65, 793, 132));
+    assert_true(pc_gpu_fuse_takes_warp(71, 4096, 132));
     assert_true(pc_gpu_fuse_takes_warp(72, 4096, 132));
     assert_false(pc_gpu_fuse_takes_warp(96, 792, 132));
     assert_true(pc_gpu_fuse_takes_warp(96, 793, 132));
@@ -396,10 +398,10 @@ static void test_fuse_choice(void **state) {
     assert_false(pc_gpu_fuse_warp_k(0));
     for (int rep = 0; rep < 20000; rep++) {
         /* warp exactly where a tile block would hold > 8 samples (K <= 32, K = 128) or > 4
-         * (32 < K <= 64), and from n > 6 sms at 72 <= K < 128 */
+         * (32 < K <= 64), and from n > 6 sms at 64 < K < 128 */
         const int32_t sms = (int32_t)pc_hr_int(1, 200), K = (int32_t)pc_hr_int(1, 300);
         const int64_t n = pc_hr_int(1, 20000);
-        const int considered = K <= 64 || (K >= 72 && K <= 128);
+        const int considered = K <= 128;
         const int per_sm = K <= 32 || K == 128 ? 8 : K <= 64 ? 4 : 6;
         if (pc_gpu_fuse_warp_k(K) != considered)
             fail_msg("K = %d: warp considered %d", K, pc_gpu_fuse_warp_k(K));
@@ -409,10 +411,17 @@ static void test_fuse_choice(void **state) {
     }
     for (int32_t K = 1; K <= 64; K++)
         for (int64_t n = 1; n <= 20000; n += 97) assert_true(pc_gpu_fuse_takes_tile(K, n, 132));
+    /* K = 128 on 100 SMs: persistent up to n = 100 and from 401 to 499 */
+    assert_false(pc_gpu_fuse_takes_tile(128, 100, 100));
+    assert_true(pc_gpu_fuse_takes_tile(128, 101, 100));
+    assert_true(pc_gpu_fuse_takes_tile(128, 400, 100));
+    assert_false(pc_gpu_fuse_takes_tile(128, 401, 100));
+    assert_false(pc_gpu_fuse_takes_tile(128, 499, 100));
+    assert_true(pc_gpu_fuse_takes_tile(128, 500, 100));
     const int64_t tile_from[] = {396, 792}, tile_to[] = {528, 1056};
     for (int32_t K = 65; K <= 300; K += K == 120 ? 8 : 5) /* 65, 70, ..., 120, 128, 133, ... */
         for (int64_t n = 1; n <= 20000; n += n < 9000 ? 1 : 37) {
-            const int want = K == 128 ? n <= 8448
+            const int want = K == 128 ? n <= 8448 && n > 132 && !(n > 528 && n < 660)
                                       : K >= 96 && K < 128 &&
                                             ((n >= tile_from[0] && n <= tile_to[0]) ||
                                              (n >= tile_from[1] && n <= tile_to[1]));

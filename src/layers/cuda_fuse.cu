@@ -528,11 +528,12 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
 /* fuse's own choice, per forward pass of n samples:
  *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 where the tile strategy would put
  *     more than 8 samples in a block at K <= 32, more than 4 at 32 < K <= 64; at K = 128 from
- *     8 samples per SM, at 72 <= K < 128 from 6 (pc_gpu_fuse_takes_warp): enough warp items
+ *     8 samples per SM, at 64 < K < 128 from 6 (pc_gpu_fuse_takes_warp): enough warp items
  *     to fill the GPU, each without a barrier;
  *   - else the tile strategy (no waits between blocks) up to K = 64, at K = 128 up to two
- *     waves of 32-sample blocks, and at 96 <= K < 128 only at 4 or 8 samples per block with
- *     at least 3/4 of the SMs busy (pc_gpu_fuse_takes_tile);
+ *     waves of 32-sample blocks but not where its blocks leave most SMs idle (n <= SMs,
+ *     4 SMs < n < 5 SMs), and at 96 <= K < 128 only at 4 or 8 samples per block with at least
+ *     3/4 of the SMs busy (pc_gpu_fuse_takes_tile);
  *   - else the persistent kernel.
  * Measured on the H200 (MNIST tree), ms per forward pass at batch 1024 / 2048 / 3072 / 4096
  * (results file 104; the tile strategy's samples per block T = 8 / 16 / 32 / 32):
@@ -552,7 +553,9 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
  * At K = 96 the tile kernel multiplies padded rows of 128 (its time is about K = 128's), while
  * the persistent kernel's work shrinks with K squared. At K = 128 and 8,192 / 16,384 samples
  * (two and four waves of 32-sample blocks; file 114): tile 7.376 / 14.754, persistent 7.487 /
- * 13.848. */
+ * 13.848. At K = 128 and 64 / 128 / 192 / 529 / 576 / 616 / 660 / 768 samples (file 155; T = 4 up
+ * to 528, then 8): tile 0.508 / 0.521 / 0.527 / 0.950 / 0.945 / 0.949 / 0.954 / 0.955,
+ * persistent 0.441 / 0.507 / 0.542 / 0.816 / 0.860 / 0.917 / 0.961 / 1.078. */
 
 static const char *choose_strategy(const pc_gpu_state *s) {
     return s->last_strategy ? s->last_strategy : s->tile_ok ? "tile" : "persistent";
@@ -604,10 +607,13 @@ static void choose_release(pc_gpu_state *s) {
  * 0.892; at 1,024 0.975 and 1.127), the tile kernel's K = 128 form at 1,057 (tile 0.984 at
  * 1,056, 1.78 at 1,057 with 16 samples per block; warp 1.10-1.11); at K = 72 it is 1.04-1.36x
  * faster than the persistent kernel at 1,024-4,096 and 0.97x at 8,192. So warp from n > 6 sms
- * at 72 <= K < 128 and from n > 8 sms at K = 128; nearer K = 64 the persistent kernel's
- * K x K work shrinks below the padded rows'. With these rules fuse ran within 1 % of the
+ * at 72 <= K < 128 and from n > 8 sms at K = 128. With these rules fuse ran within 1 % of the
  * fastest strategy at all 60 points of file 149 but K = 72 at 8,192 (3 %), K = 96 at 768
- * (2 %) and K = 128 at 529 (tile, 17 %). Where the tile strategy cannot take the circuit at
+ * (2 %) and K = 128 at 529 (tile, 17 %; persistent since file 155). At 64 < K < 72, where the
+ * padded rows cost most against the persistent kernel's K x K products, warp was still
+ * faster from n > 6 sms (file 155, K = 66 / 68 / 70 at 1,024: 1.06 / 1.06 / 1.04x, 1,536:
+ * 1.28-1.30x, 2,048: 1.00-1.01x, 4,096: 1.06 / 1.03 / 1.10x, 8,192: 0.99 / 0.95 / 1.03x), so
+ * the rule covers them too. Where the tile strategy cannot take the circuit at
  * K <= 64, the warp strategy takes every batch (at 512 it ran 1.1-2.7x faster than the
  * persistent kernel, file 103). */
 static pc_status choose_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {

@@ -355,7 +355,7 @@ int32_t pc_gpu_tile_samples(int64_t n, int32_t sms) {
     return T;
 }
 
-int pc_gpu_fuse_warp_k(int32_t K) { return K >= 1 && (K <= 64 || (K >= 72 && K <= 128)); }
+int pc_gpu_fuse_warp_k(int32_t K) { return K >= 1 && K <= 128; }
 
 int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms) {
     if (!pc_gpu_fuse_warp_k(K)) return 0;
@@ -365,7 +365,9 @@ int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms) {
 
 int pc_gpu_fuse_takes_tile(int32_t K, int64_t n, int32_t sms) {
     if (K <= 64) return 1;
-    if (K == 128) return n <= 2 * (int64_t)PC_GPU_TILE_MAX_T * sms;
+    if (K == 128)
+        return n <= 2 * (int64_t)PC_GPU_TILE_MAX_T * sms && n > sms &&
+               !(n > 4 * (int64_t)sms && n < 5 * (int64_t)sms);
     const int32_t T = pc_gpu_tile_samples(n, sms);
     return K >= 96 && K < 128 && T <= 8 && 4 * n >= 3 * (int64_t)T * sms;
 }

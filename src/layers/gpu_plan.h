@@ -88,22 +88,25 @@ void pc_gpu_tile_thin_layers(const pc_circuit *circuit, int32_t per_group, int32
 #define PC_GPU_TILE_MAX_T 32
 int32_t pc_gpu_tile_samples(int64_t n, int32_t sms);
 
-/* Whether fuse considers its warp strategy at K: K <= 64 and 72 <= K <= 128 (just above 64 the
- * warp kernel's rows padded to 128 cost more than the persistent kernel's K x K products). */
+/* Whether fuse considers its warp strategy at K: K <= 128 (its kernel's largest rows). */
 int pc_gpu_fuse_warp_k(int32_t K);
 
 /* fuse's choice of its warp strategy at such a K: warp (1) at K <= 64 once a tile block would
  * hold more than 8 samples (K <= 32) or 4 (32 < K <= 64); at K = 128 once it would hold more
- * than 8 (n > 8 sms); at 72 <= K < 128 from n > 6 sms, where it overtakes the persistent
- * kernel. A tile block's time grows with its samples, so the tile strategy's time is a
+ * than 8 (n > 8 sms); at 64 < K < 128 from n > 6 sms, where it overtakes the persistent
+ * kernel (K = 66-70: 1.01-1.30x faster at 1,024-4,096 samples, 0.95-1.03x at 8,192; slower at
+ * 768, results file 155). A tile block's time grows with its samples, so the tile strategy's time is a
  * staircase in n while the warp strategy's grows smoothly (the measurements are in
  * cuda_fuse.cu). */
 int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms);
 
 /* fuse's choice between its tile and persistent strategies (where it does not take warp): tile
  * (1) at K <= 64, and at K = 128 (four full output columns per lane) up to two waves of blocks
- * of PC_GPU_TILE_MAX_T samples (it won at every batch from 256 to 8,192, and lost at 16,384,
- * four waves); at 96 <= K < 128, whose padded rows the tile kernel multiplies in full while
+ * of PC_GPU_TILE_MAX_T samples (it won at batches 256-8,192 and lost at 16,384, four waves),
+ * but not where its few blocks leave most SMs idle: n <= sms (blocks of 4 samples on at most
+ * a quarter of the SMs; at 64 samples 0.51 against the persistent kernel's 0.44 ms) and
+ * 4 sms < n < 5 sms (blocks of 8 on under 5/8 of them; at 529 0.95 against 0.82, level at
+ * 660, results file 155); at 96 <= K < 128, whose padded rows the tile kernel multiplies in full while
  * the persistent kernel's work shrinks with K squared, only where a tile block holds at most
  * 8 samples and the blocks fill at least 3/4 of the SMs (K = 96: tile won with 97 % of the SMs
  * busy, was level at 73 % with 4 samples per block, lost at 73 % with 8 and at 16 or more
