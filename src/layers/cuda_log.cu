@@ -5,64 +5,55 @@
 
 #include "layers/gpu_log.h"
 
-static __global__ void log_kernel(const float *x, float *y, int64_t n, int nonneg) {
+/* The logs a test applies: of a float (pc_gpu_log, or pc_gpu_log_nonneg), of a double. */
+struct log_of_float {
+    int nonneg;
+    __device__ float operator()(float x) const {
+        return nonneg ? pc_gpu_log_nonneg(x) : pc_gpu_log(x);
+    }
+};
+struct log_of_double {
+    __device__ float operator()(double x) const { return pc_gpu_log_nonneg_d(x); }
+};
+
+template <typename T, typename Log>
+static __global__ void log_kernel(const T *x, float *y, int64_t n, Log log_fn) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = nonneg ? pc_gpu_log_nonneg(x[i]) : pc_gpu_log(x[i]);
+        y[i] = log_fn(x[i]);
 }
 
-static __global__ void log_d_kernel(const double *x, float *y, int64_t n) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = pc_gpu_log_nonneg_d(x[i]);
-}
-
-extern "C" pc_status pc_gpu_log_apply(const float *x, float *y, int64_t n, int nonneg) {
+/* y[i] = log_fn(x[i]) on the GPU for n values in host memory; `name` for the error text. */
+template <typename T, typename Log>
+static pc_status log_apply(const char *name, const T *x, float *y, int64_t n, Log log_fn) {
     pc_status st = PC_OK;
-    float *d = NULL;
+    void *d = NULL;
     cudaError_t e = cudaSuccess;
     if (n < 0 || (n > 0 && (!x || !y)))
-        return pc_fail(PC_ERR_ARG, "pc_gpu_log_apply: n = %lld needs x and y", (long long)n);
+        return pc_fail(PC_ERR_ARG, "%s: n = %lld needs x and y", name, (long long)n);
     if (n == 0) return PC_OK;
-    const size_t bytes = (size_t)n * sizeof(float);
-    if ((e = cudaMalloc((void **)&d, 2 * bytes)) != cudaSuccess) goto fail;
-    if ((e = cudaMemcpy(d, x, bytes, cudaMemcpyHostToDevice)) != cudaSuccess) goto fail;
-    log_kernel<<<256, 256>>>(d, d + n, n, nonneg);
+    /* One buffer: x (T is at least as aligned as float), then y. */
+    const size_t x_bytes = (size_t)n * sizeof(T), y_bytes = (size_t)n * sizeof(float);
+    if ((e = cudaMalloc(&d, x_bytes + y_bytes)) != cudaSuccess) goto fail;
+    if ((e = cudaMemcpy(d, x, x_bytes, cudaMemcpyHostToDevice)) != cudaSuccess) goto fail;
+    log_kernel<<<256, 256>>>((const T *)d, (float *)((char *)d + x_bytes), n, log_fn);
     if ((e = cudaGetLastError()) != cudaSuccess) goto fail;
-    if ((e = cudaMemcpy(y, d + n, bytes, cudaMemcpyDeviceToHost)) != cudaSuccess) goto fail;
+    if ((e = cudaMemcpy(y, (char *)d + x_bytes, y_bytes, cudaMemcpyDeviceToHost)) != cudaSuccess)
+        goto fail;
 fail:
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         st = pc_fail(e == cudaErrorMemoryAllocation ? PC_ERR_DEVICE_MEMORY : PC_ERR_CUDA,
-                     "pc_gpu_log_apply: %s", cudaGetErrorString(e));
+                     "%s: %s", name, cudaGetErrorString(e));
     }
     cudaFree(d);
     return st;
 }
 
+extern "C" pc_status pc_gpu_log_apply(const float *x, float *y, int64_t n, int nonneg) {
+    return log_apply("pc_gpu_log_apply", x, y, n, log_of_float{nonneg});
+}
+
 extern "C" pc_status pc_gpu_log_d_apply(const double *x, float *y, int64_t n) {
-    pc_status st = PC_OK;
-    double *dx = NULL;
-    float *dy = NULL;
-    cudaError_t e = cudaSuccess;
-    if (n < 0 || (n > 0 && (!x || !y)))
-        return pc_fail(PC_ERR_ARG, "pc_gpu_log_d_apply: n = %lld needs x and y", (long long)n);
-    if (n == 0) return PC_OK;
-    if ((e = cudaMalloc((void **)&dx, (size_t)n * sizeof(double))) != cudaSuccess) goto fail;
-    if ((e = cudaMalloc((void **)&dy, (size_t)n * sizeof(float))) != cudaSuccess) goto fail;
-    if ((e = cudaMemcpy(dx, x, (size_t)n * sizeof(double), cudaMemcpyHostToDevice)) != cudaSuccess)
-        goto fail;
-    log_d_kernel<<<256, 256>>>(dx, dy, n);
-    if ((e = cudaGetLastError()) != cudaSuccess) goto fail;
-    if ((e = cudaMemcpy(y, dy, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost)) != cudaSuccess)
-        goto fail;
-fail:
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        st = pc_fail(e == cudaErrorMemoryAllocation ? PC_ERR_DEVICE_MEMORY : PC_ERR_CUDA,
-                     "pc_gpu_log_d_apply: %s", cudaGetErrorString(e));
-    }
-    cudaFree(dx);
-    cudaFree(dy);
-    return st;
+    return log_apply("pc_gpu_log_d_apply", x, y, n, log_of_double{});
 }
