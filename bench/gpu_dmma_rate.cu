@@ -8,6 +8,10 @@
  * and first checks on one warp that the fragment layout below gives A B exactly (small
  * integers, so FP64 sums are exact). Last, whether mma and FFMA (or DFMA) warps on the same
  * schedulers add up: if they did, an exact product split between the two would beat either.
+ * And the warp strategy's product loop at K = 128 alone (product_loop): the cycles a warp
+ * takes per mma with one or two warps per scheduler, NP accumulator chains, and exp(w) read
+ * from shared memory as FP32 and converted per use (as the kernel does), as codes that two
+ * shifts turn into FP64, or as FP64.
  *
  * Fragment layout checked (lane = 4 g + t; row.col; k slots j = 0 .. K/4 - 1):
  *   A (M x K):  element 2 j + h (M = 16) or j (M = 8) at row g + 8 h, column t + 4 j
@@ -156,6 +160,69 @@ static __global__ void mixed_rate(double *out, int dr, int fr, double x) {
     }
 }
 
+/* The warp strategy's product at K = 128 (cuda_fuse_warp.cu, warp_chain): a warp holds its 16
+ * samples' operands ed[2][32] in FP64 registers and, per pass of NP 8-wide output tiles, runs
+ * NP chains of 8 mma.m16n8k16 over k, each taking its B fragment (exp(w), 4 per lane) from
+ * shared memory: as FP32 converted per use (W_F32, as the kernel does), as 32-bit codes that
+ * two shifts turn into FP64 (W_CODE: bits 29..60 of the double exp(w) 2^-640), or as FP64
+ * (W_F64: twice the shared memory, one block per SM). 16 / NP passes per group, `groups`
+ * groups; lane 0 of each warp writes the warp's cycles. The block's 4 warps (one per
+ * scheduler) share one exp(w) tile [128][WLD]. */
+#define WLD 132 /* row stride of the exp(w) tile, in words: 16-byte aligned rows */
+enum { W_F32, W_CODE, W_F64 };
+template <int NP, int MODE>
+static __global__ void __launch_bounds__(128, 2)
+    product_loop(double *out, long long *cycles, int groups, double x) {
+    extern __shared__ __align__(16) float ws[];
+    double *wd = reinterpret_cast<double *>(ws);
+    for (int i = threadIdx.x; i < 128 * WLD; i += blockDim.x) {
+        const float w = 0.5f + 1e-3f * (i % 97);
+        if (MODE == W_F64) wd[i] = w;
+        else ws[i] = MODE == W_CODE ? __uint_as_float(__float_as_uint(w) >> 2) : w;
+    }
+    __syncthreads();
+    const int lane = threadIdx.x & 31, g8 = lane >> 2, k0 = (lane & 3) * 32;
+    double ed[2][32], s = 0.0;
+    for (int i = 0; i < 32; i++) ed[0][i] = x + lane + i, ed[1][i] = x - lane - i;
+    const long long t0 = clock64();
+    for (int grp = 0; grp < groups; grp++) {
+#pragma unroll 1
+        for (int n0 = 0; n0 < 16; n0 += NP) {
+            double acc[NP][2][2] = {};
+#pragma unroll
+            for (int s4 = 0; s4 < 8; s4++) {
+                double wv[NP][4];
+#pragma unroll
+                for (int np = 0; np < NP; np++) {
+                    const int at = (8 * (n0 + np) + g8) * WLD + k0 + 4 * s4;
+                    if constexpr (MODE == W_F64) {
+                        const double2 a = *reinterpret_cast<const double2 *>(wd + at);
+                        const double2 b = *reinterpret_cast<const double2 *>(wd + at + 2);
+                        wv[np][0] = a.x, wv[np][1] = a.y, wv[np][2] = b.x, wv[np][3] = b.y;
+                    } else {
+                        const uint4 w = *reinterpret_cast<const uint4 *>(ws + at);
+                        const unsigned u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+                        for (int i = 0; i < 4; i++)
+                            wv[np][i] = MODE == W_CODE
+                                            ? __hiloint2double((int)(u[i] >> 3), (int)(u[i] << 29))
+                                            : pc_gpu_f2d(__uint_as_float(u[i]));
+                    }
+                }
+#pragma unroll
+                for (int np = 0; np < NP; np++)
+                    pc_gpu_dmma16<4>(acc[np][0], acc[np][1], &ed[0][4 * s4], &ed[1][4 * s4],
+                                     wv[np]);
+            }
+#pragma unroll
+            for (int np = 0; np < NP; np++) s += acc[np][0][0] + acc[np][1][1];
+        }
+    }
+    const long long t1 = clock64();
+    if (lane == 0) cycles[blockIdx.x * 4 + (threadIdx.x >> 5)] = t1 - t0;
+    if (s == 12345.0) out[threadIdx.x] = s;
+}
+
 template <class F> static double median_ms(F launch) {
     cudaEvent_t a, b;
     CHECK(cudaEventCreate(&a));
@@ -232,6 +299,41 @@ int main() {
                    work == 0 ? "FFMA (FP32)" : "DFMA (FP64)", per_sm, td, tf, tb,
                    dflop / tb * 1e-9, fflop / tb * 1e-9, (dflop + fflop) / tb * 1e-9);
         }
+    /* The product loop alone: cycles per mma of a warp (mean over the warps), one or two
+     * blocks of four warps per SM as the warp kernel runs at K = 128. */
+    printf("\n| the warp strategy's product at K = 128 alone | exp(w) in shared memory | chains (NP) | warps per "
+           "scheduler | cycles per mma of a warp | per mma and scheduler | TFLOP/s |\n"
+           "|---|---|---|---|---|---|---|\n");
+    long long *cyc;
+    CHECK(cudaMalloc(&cyc, sizeof(long long) * sms * 2 * 4));
+    const auto loop_row = [&](auto kernel, int np, int mode) {
+        const size_t smem = (mode == W_F64 ? sizeof(double) : sizeof(float)) * 128 * WLD;
+        CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)smem));
+        for (int per_sm : {1, 2}) {
+            if (mode == W_F64 && per_sm == 2) continue; /* its tile takes 135 KB */
+            const int blocks = sms * per_sm, groups = 64;
+            const double ms =
+                median_ms([&] { kernel<<<blocks, 128, smem>>>(out, cyc, groups, 1.0); });
+            std::vector<long long> c((size_t)blocks * 4);
+            CHECK(cudaMemcpy(c.data(), cyc, c.size() * sizeof(long long),
+                             cudaMemcpyDeviceToHost));
+            double mean = 0.0;
+            for (long long v : c) mean += (double)v / c.size();
+            const double mma = 128.0 * groups; /* per warp */
+            const double flop = 2.0 * 16 * 8 * 16 * mma * blocks * 4;
+            printf("| | %s | %d | %d | %.0f | %.0f | %.1f |\n",
+                   mode == W_F32    ? "FP32, converted (F2F)"
+                   : mode == W_CODE ? "32-bit codes, two shifts"
+                                    : "FP64",
+                   np, per_sm, mean / mma, mean / mma / per_sm, flop / ms * 1e-9);
+        }
+    };
+    loop_row(product_loop<2, W_F32>, 2, W_F32);
+    loop_row(product_loop<4, W_F32>, 4, W_F32);
+    loop_row(product_loop<2, W_CODE>, 2, W_CODE);
+    loop_row(product_loop<2, W_F64>, 2, W_F64);
+    CHECK(cudaFree(cyc));
     CHECK(cudaFree(out));
     return 0;
 }
