@@ -12,7 +12,7 @@ set -u
 OUT=${OUT:-bench/results/gpu-sanitize}
 mem_s=${1:-170} race_s=${2:-120}
 only=()
-[ -n "${KERNELS:-}" ] && only=(--kernel-regex "kns=$KERNELS")
+[ -n "${KERNELS:-}" ] && only=(--kernel-name "kns=$KERNELS")
 mkdir -p "$OUT"
 . bench/device_env.sh
 build=build-sanitize-dev
