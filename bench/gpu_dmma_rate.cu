@@ -178,7 +178,9 @@ static __global__ void __launch_bounds__(128, 2)
     for (int i = threadIdx.x; i < 128 * WLD; i += blockDim.x) {
         const float w = 0.5f + 1e-3f * (i % 97);
         if (MODE == W_F64) wd[i] = w;
-        else ws[i] = MODE == W_CODE ? __uint_as_float(__float_as_uint(w) >> 2) : w;
+        else if (MODE == W_CODE) /* the code: bits 29..60 of the double w 2^-640 */
+            ws[i] = __uint_as_float((unsigned)(__double_as_longlong((double)w * 0x1p-640) >> 29));
+        else ws[i] = w;
     }
     __syncthreads();
     const int lane = threadIdx.x & 31, g8 = lane >> 2, k0 = (lane & 3) * 32;
