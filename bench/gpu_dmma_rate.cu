@@ -303,8 +303,9 @@ int main() {
         }
     /* The product loop alone: cycles per mma of a warp (mean over the warps), one or two
      * blocks of four warps per SM as the warp kernel runs at K = 128. */
-    printf("\n| the warp strategy's product at K = 128 alone | exp(w) in shared memory | chains (NP) | warps per "
-           "scheduler | cycles per mma of a warp | per mma and scheduler | TFLOP/s |\n"
+    printf("\n| the warp strategy's product at K = 128 alone | exp(w) in shared memory | "
+           "chains (NP) | warps per scheduler | cycles per mma of a warp | per mma and "
+           "scheduler | TFLOP/s |\n"
            "|---|---|---|---|---|---|---|\n");
     long long *cyc;
     CHECK(cudaMalloc(&cyc, sizeof(long long) * sms * 2 * 4));

@@ -221,8 +221,8 @@ extern const pc_gpu_impl pc_gpu_fuse_tile_impl;
 extern const pc_gpu_impl pc_gpu_fuse_warp_impl;
 /* The warp strategy's parts (cuda_fuse_warp.cu), for fuse's choosing strategy: its grid (and
  * warp_ok, so that the slot plan adds its chains), its weights and chains (uploaded, counted
- * and released), one forward pass queued; whether it takes the circuit's input rows. */
-#define PC_GPU_WARP_MAX_K 128
+ * and released), one forward pass queued; whether it takes the circuit's input rows. Its
+ * largest K is PC_GPU_WARP_MAX_K (gpu_plan.h). */
 /* Longest chain of the warp strategy (gpu_plan.h; planned in cuda_circuit.cu). Measured on the
  * H200 (MNIST tree, batch 4096, K = 16 / 32 / 64, ms): chains of at most 2 groups 0.346 /
  * 0.535 / 1.406, at most 4 0.345 / 0.533 / 1.397, unbounded 0.375 / 0.635 / 1.675 (one run);

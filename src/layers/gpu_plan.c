@@ -355,7 +355,7 @@ int32_t pc_gpu_tile_samples(int64_t n, int32_t sms) {
     return T;
 }
 
-int pc_gpu_fuse_warp_k(int32_t K) { return K >= 1 && K <= 128; }
+int pc_gpu_fuse_warp_k(int32_t K) { return K >= 1 && K <= PC_GPU_WARP_MAX_K; }
 
 int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms) {
     if (!pc_gpu_fuse_warp_k(K)) return 0;
