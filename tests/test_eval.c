@@ -1,6 +1,6 @@
 /* Evaluators on the CPU: ref against the worked example and against exact enumeration,
- * cpu-fuse and cpu against ref on random models and data with missing values, and the data
- * checks in front of every backend. */
+ * cpu-fuse and cpu against ref on random models and data with missing values, a circuit with
+ * zero-probability states added, and the data checks in front of every backend. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -202,6 +202,56 @@ static void test_backends_agree(void **state) {
     }
 }
 
+/* pc_circuit_pad_latents: the added states have zero probability, so ref gives the same
+ * log p(x) on the padded circuit (to rounding: the sums take extra zero terms), with missing
+ * values and zero probabilities, and cpu-fuse stays within its tolerance of it. */
+static void test_pad_latents(void **state) {
+    (void)state;
+    const int32_t Ks[] = {1, 2, 3, 5, 17};
+    for (int rep = 0; rep < 10; rep++) {
+        const int32_t K = Ks[rep % 5], K2 = K + (int32_t)pc_hr_int(rep < 5 ? 0 : 1, 6);
+        const int32_t C = rep % 3 == 2 ? 256 : 2 + (int32_t)pc_hr_int(0, 1);
+        const int32_t V = (int32_t)pc_hr_int(1, 80);
+        const int64_t n = pc_hr_int(1, 120);
+        pc_hclt *m = pc_hr_model(V, C, K, pc_hr_unit() * 0.6, rep % 2);
+        pc_circuit *c = compile_or_fail(m), *p = NULL;
+        assert_int_equal(pc_circuit_pad_latents(c, K2, &p), PC_OK);
+        assert_int_equal(p->num_latents, K2);
+        assert_int_equal(p->num_groups, c->num_groups);
+        assert_int_equal(p->num_layers, c->num_layers);
+        assert_memory_equal(p->group_vars, c->group_vars, (size_t)V * sizeof(int32_t));
+        assert_memory_equal(p->group_trans, c->group_trans, (size_t)c->num_groups * sizeof(int32_t));
+        uint8_t *missing = NULL;
+        uint8_t *x = pc_hr_data(n, V, C, rep % 4 == 0 ? 0.0 : 0.2, &missing);
+        double *ref = malloc((size_t)n * sizeof *ref), *got = malloc((size_t)n * sizeof *got);
+        assert_true(ref && got);
+        score(c, PC_BACKEND_REF, 1, x, missing, n, ref);
+        score(p, PC_BACKEND_REF, 1, x, missing, n, got);
+        for (int64_t i = 0; i < n; i++)
+            if (!(got[i] == ref[i] || fabs(got[i] - ref[i]) <= 1e-12 * fabs(ref[i])))
+                fail_msg("ref, V=%d C=%d K=%d padded to %d, sample %lld: %.17g vs %.17g", V, C,
+                         K, K2, (long long)i, got[i], ref[i]);
+        score(p, PC_BACKEND_CPU_FUSE, 2, x, missing, n, got);
+        for (int64_t i = 0; i < n; i++)
+            if (!((isinf(ref[i]) && got[i] == ref[i]) || fabs(got[i] - ref[i]) <= TOL_FUSE))
+                fail_msg("cpu-fuse, V=%d C=%d K=%d padded to %d, sample %lld: %.17g vs ref %.17g",
+                         V, C, K, K2, (long long)i, got[i], ref[i]);
+        free(ref), free(got), free(x), free(missing);
+        pc_circuit_free(p);
+        pc_circuit_free(c);
+        pc_hclt_free(m);
+    }
+    /* Fewer states than the circuit has, and no output pointer. */
+    pc_hclt *m = pc_hr_model(4, 2, 3, 0.0, 0);
+    pc_circuit *c = compile_or_fail(m), *p = (pc_circuit *)m;
+    assert_int_equal(pc_circuit_pad_latents(c, 2, &p), PC_ERR_ARG);
+    assert_null(p);
+    assert_non_null(strstr(pc_last_error(), "fewer"));
+    assert_int_equal(pc_circuit_pad_latents(c, 4, NULL), PC_ERR_ARG);
+    pc_circuit_free(c);
+    pc_hclt_free(m);
+}
+
 /* Every instruction-set build of the block kernels (PC_CPU_ISA picks one): cpu gives the same
  * bits on each (integer arithmetic), cpu-fuse stays within TOL_FUSE of ref on each. K values
  * cover tails of the 16-wide tiles. */
@@ -346,6 +396,7 @@ int main(void) {
         cmocka_unit_test(test_worked_example_f32_gzip),
         cmocka_unit_test(test_ref_sums_to_one),
         cmocka_unit_test(test_backends_agree),
+        cmocka_unit_test(test_pad_latents),
         cmocka_unit_test(test_isa_paths),
         cmocka_unit_test(test_underflow_paths),
         cmocka_unit_test(test_bad_data),

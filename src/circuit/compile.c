@@ -3,9 +3,12 @@
  * One group per latent: the root's and one per variable with a trans row. A variable without
  * one joins the group of its parent's latent. Group height = 0 for groups without children,
  * else 1 + the largest child height; sorting by height puts children before parents and the
- * root alone in the last layer. Within a layer, groups keep breadth-first order. */
+ * root alone in the last layer. Within a layer, groups keep breadth-first order.
+ *
+ * Also a circuit's copy with more states per latent, the added ones of zero probability. */
 #include "pc/circuit.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,5 +173,55 @@ pc_status pc_circuit_compile(const pc_hclt *m, pc_circuit **out) {
     memcpy(c->input_logp, m->input_logp, (size_t)(V * K * C) * sizeof(double));
     work_free(&w);
     *out = c;
+    return PC_OK;
+}
+
+static int32_t *copy_ints(const int32_t *src, size_t n) {
+    int32_t *dst = malloc((n > 0 ? n : 1) * sizeof *dst);
+    if (dst && n > 0) memcpy(dst, src, n * sizeof *dst);
+    return dst;
+}
+
+pc_status pc_circuit_pad_latents(const pc_circuit *c, int32_t num_latents, pc_circuit **out) {
+    if (!out) return pc_fail(PC_ERR_ARG, "pc_circuit_pad_latents: out is NULL");
+    *out = NULL;
+    if (!c || num_latents < c->num_latents)
+        return pc_fail(PC_ERR_ARG, "pc_circuit_pad_latents: %d states is fewer than the circuit's %d",
+                       num_latents, c ? c->num_latents : 0);
+    const size_t V = (size_t)c->num_vars, G = (size_t)c->num_groups, C = (size_t)c->num_cats;
+    const size_t T = (size_t)c->num_trans, K = (size_t)c->num_latents, K2 = (size_t)num_latents;
+    pc_circuit *p = calloc(1, sizeof *p);
+    if (!p) return pc_fail(PC_ERR_NOMEM, "pc_circuit_pad_latents: out of memory");
+    *p = *c;
+    p->num_latents = num_latents;
+    p->layer_start = copy_ints(c->layer_start, (size_t)c->num_layers + 1);
+    p->group_parent = copy_ints(c->group_parent, G);
+    p->group_trans = copy_ints(c->group_trans, G);
+    p->var_start = copy_ints(c->var_start, G + 1);
+    p->group_vars = copy_ints(c->group_vars, V);
+    p->child_start = copy_ints(c->child_start, G + 1);
+    p->group_children = copy_ints(c->group_children, G);
+    p->root_logw = malloc(K2 * sizeof(double));
+    p->trans_logw = malloc((T > 0 ? T * K2 * K2 : 1) * sizeof(double));
+    p->input_logp = malloc(V * K2 * C * sizeof(double));
+    if (!p->layer_start || !p->group_parent || !p->group_trans || !p->var_start ||
+        !p->group_vars || !p->child_start || !p->group_children || !p->root_logw ||
+        !p->trans_logw || !p->input_logp) {
+        pc_circuit_free(p);
+        return pc_fail(PC_ERR_NOMEM, "pc_circuit_pad_latents: out of memory (V = %zu, K = %zu)",
+                       V, K2);
+    }
+    for (size_t k = 0; k < K2; k++) p->root_logw[k] = k < K ? c->root_logw[k] : -INFINITY;
+    for (size_t t = 0; t < T; t++)
+        for (size_t j = 0; j < K2; j++)
+            for (size_t k = 0; k < K2; k++)
+                p->trans_logw[(t * K2 + j) * K2 + k] =
+                    j < K && k < K ? c->trans_logw[(t * K + j) * K + k] : -INFINITY;
+    for (size_t v = 0; v < V; v++)
+        for (size_t k = 0; k < K2; k++)
+            for (size_t x = 0; x < C; x++)
+                p->input_logp[(v * K2 + k) * C + x] =
+                    k < K ? c->input_logp[(v * K + k) * C + x] : -INFINITY;
+    *out = p;
     return PC_OK;
 }

@@ -112,29 +112,22 @@ static __device__ __forceinline__ void fuse_async_wait() {
 }
 
 /* Starts copying rows k0 .. k0 + KC - 1, columns j0 .. j0 + BN - 1 of the group's exp(w)
- * ([K][K], row k) into dst[KC][LDW], zeros outside K x K. With K % 4 == 0 the rows are
- * 16-byte aligned and travel as 16-byte cp.async copies (no registers, no wait here); else
- * element by element through registers. */
+ * ([K][K], row k) into dst[KC][LDW], zeros outside K x K, as 16-byte cp.async copies (no
+ * registers, no wait here): K % 4 == 0 (fuse pads its circuit, pc_gpu_create), so the rows
+ * are 16-byte aligned. */
 template <int KC, int BN, int LDW>
 static __device__ __forceinline__ void fuse_load_w(const float *w, int K, int k0, int j0,
                                                    float *dst) {
-    if (K % 4 == 0) {
-        for (int v = threadIdx.x; v < KC * BN / 4; v += FUSE_THREADS) {
-            const int kk = v / (BN / 4), jl = 4 * (v % (BN / 4)), j = j0 + jl;
-            const bool in = k0 + kk < K && j < K;
-            const float *src = in ? w + (size_t)(k0 + kk) * K + j : w;
-            const unsigned d = (unsigned)__cvta_generic_to_shared(dst + kk * LDW + jl);
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
-                         "r"(in ? 16 : 0)
-                         : "memory");
-        }
-        asm volatile("cp.async.commit_group;\n" ::: "memory");
-    } else {
-        for (int i = threadIdx.x; i < KC * BN; i += FUSE_THREADS) {
-            const int kk = i / BN, jl = i % BN, j = j0 + jl;
-            dst[kk * LDW + jl] = (k0 + kk < K && j < K) ? __ldg(w + (size_t)(k0 + kk) * K + j) : 0.0f;
-        }
+    for (int v = threadIdx.x; v < KC * BN / 4; v += FUSE_THREADS) {
+        const int kk = v / (BN / 4), jl = 4 * (v % (BN / 4)), j = j0 + jl;
+        const bool in = k0 + kk < K && j < K;
+        const float *src = in ? w + (size_t)(k0 + kk) * K + j : w;
+        const unsigned d = (unsigned)__cvta_generic_to_shared(dst + kk * LDW + jl);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+                     "r"(in ? 16 : 0)
+                     : "memory");
     }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
 /* Where an item's buffers lie in shared memory: es [K][ld], two exp(w) slices, m and O. */
@@ -456,6 +449,9 @@ static pc_status fuse_configure(pc_gpu_state *s) {
     pc_status st = PC_OK;
     int max_smem = 0, per_sm = 0;
     const fuse_config c[2] = {fuse_pick(s->K, false), fuse_pick(s->K, true)};
+    if (s->K % 4 != 0)
+        return pc_fail(PC_ERR_INTERNAL, "backend 'fuse': K = %d is not padded to a multiple of 4",
+                       s->K);
     /* The counters run over FUSE_FINE samples; bn is the wide items' output tile. */
     s->bm = FUSE_FINE, s->bn = c[0].bn_a;
     s->smem = c[0].smem > c[1].smem ? c[0].smem : c[1].smem;
@@ -613,7 +609,8 @@ static void choose_release(pc_gpu_state *s) {
  * padded rows cost most against the persistent kernel's K x K products, warp was still
  * faster from n > 6 sms (file 155, K = 66 / 68 / 70 at 1,024: 1.06 / 1.06 / 1.04x, 1,536:
  * 1.28-1.30x, 2,048: 1.00-1.01x, 4,096: 1.06 / 1.03 / 1.10x, 8,192: 0.99 / 0.95 / 1.03x), so
- * the rule covers them too. Where the tile strategy cannot take the circuit at
+ * the rule covers them too (K = 66 and 70 then took the scalar paths; fuse now runs them as
+ * K = 68 and 72, pc_gpu_create). Where the tile strategy cannot take the circuit at
  * K <= 64, the warp strategy takes every batch (at 512 it ran 1.1-2.7x faster than the
  * persistent kernel, file 103). */
 static pc_status choose_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {

@@ -64,23 +64,18 @@
 #define WARP_BOTTOM_U 2
 #define WARP_LINK_U (KP <= 32 ? 2 : 1)
 
-/* Four floats at p[k .. k + 3] (0 where k + i >= K). V4: K % 4 == 0, so p + k is 16-byte
- * aligned and the four are all in or all out. CG: read through L2 (messages written during
- * this kernel by other SMs); else through the read-only path. */
-template <bool V4, bool CG>
+/* Four floats at p[k .. k + 3] (0 where k >= K). K % 4 == 0 (fuse pads its circuit,
+ * pc_gpu_create), so p + k is 16-byte aligned and the four are all in or all out. CG: read
+ * through L2 (messages written during this kernel by other SMs); else through the read-only
+ * path. */
+template <bool CG>
 static __device__ __forceinline__ void warp_load4(const float *p, int k, int K, float (&v)[4]) {
-    if constexpr (V4) {
-        float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (k < K) {
-            const float4 *q = reinterpret_cast<const float4 *>(p + k);
-            x = CG ? __ldcg(q) : __ldg(q);
-        }
-        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
-    } else {
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-            v[i] = k + i < K ? (CG ? __ldcg(p + k + i) : __ldg(p + k + i)) : 0.0f;
+    float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (k < K) {
+        const float4 *q = reinterpret_cast<const float4 *>(p + k);
+        x = CG ? __ldcg(q) : __ldg(q);
     }
+    v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
 }
 
 /* Lanes wait (one child each) until every child chain of a chain's bottom g has finished the
@@ -250,7 +245,7 @@ static __device__ __forceinline__ size_t warp_row(const warp_rows &r, int i, int
  * round trip for both rows. (Rows one after the other, two sources per round, as before the
  * sixteenth round, took twice the round trips after the wait and spilled 80 bytes against 24:
  * K = 64 at batches 1,152-8,192 1.08-1.20x slower, results file 136.) */
-template <int KP, bool V4, bool KX>
+template <int KP, bool KX>
 static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const pc_gpu_group &g,
                                                    int t, warp_rows &wr, const int (&rr)[2],
                                                    const bool (&ok)[2], int g8, int k0,
@@ -284,7 +279,7 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
 #pragma unroll
                 for (int q = 0; q < NQ; q++) {
                     if (here)
-                        warp_load4<V4, false>(a.input + row * K, k0 + 4 * q, K, v[u][h][q]);
+                        warp_load4<false>(a.input + row * K, k0 + 4 * q, K, v[u][h][q]);
                     else
 #pragma unroll
                         for (int i = 0; i < 4; i++) v[u][h][q][i] = 0.0f;
@@ -319,7 +314,7 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
 #pragma unroll
                 for (int q = 0; q < NQ; q++) {
                     if (here)
-                        warp_load4<V4, true>(a.rel + at * K, k0 + 4 * q, K, v[u][h][q]);
+                        warp_load4<true>(a.rel + at * K, k0 + 4 * q, K, v[u][h][q]);
                     else
 #pragma unroll
                         for (int i = 0; i < 4; i++) v[u][h][q][i] = 0.0f;
@@ -450,7 +445,7 @@ template <int KP> static __device__ __forceinline__ float warp_top_log(double y)
  * copies and their barriers are the block's); `active` is false for a warp whose tile lies
  * past the batch. `carry` is the warp's [16][warp_ld] buffer in which a group hands its
  * product to the next group of the chain, before the log; `srow` its staged input rows. */
-template <int KP, bool V4, bool KX>
+template <int KP, bool KX>
 static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, bool active,
                                   float *ws, float *carry, int *srow) {
     constexpr int NT = KP / 8; /* 8-wide n-tiles of outputs */
@@ -493,7 +488,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
         /* 1.-3. The product's operand ed (FP64, max 1 or in [1, 2) per row) and o. */
         double ed[2][KP / 4];
         if (m == cb) {
-            warp_bottom<KP, V4, KX>(a, g, t, wr, rr, ok, g8, k0, lane, active, ed, o);
+            warp_bottom<KP, KX>(a, g, t, wr, rr, ok, g8, k0, lane, active, ed, o);
             if (active && !top) warp_window<KP>(a, wr, wr.nb, wr.nv - wr.nb, wr.nv, lane);
         } else {
             warp_link<KP>(a, wr, vi0, vi1, g8, k0, active, carry, ed, o);
@@ -599,7 +594,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
  * 1.06-1.15x with 6 instead of 8, and with the staged rows 1.07-1.10x with 5 instead of 6;
  * K = 32 level or slower with 3 or 4): an item's latency on the tree's critical path counts
  * more than the warps in flight. Dynamic shared memory: warp_smem_bytes<KP>(). */
-template <int KP, bool V4, bool KX>
+template <int KP, bool KX>
 static __global__ void __launch_bounds__(WARP_BLOCK, KP == 128 ? 2 : KP == 64 ? 3 : 5)
     warp_kernel(pc_gpu_args a, int total) {
     const int lane = threadIdx.x & 31;
@@ -625,7 +620,7 @@ static __global__ void __launch_bounds__(WARP_BLOCK, KP == 128 ? 2 : KP == 64 ? 
         if (threadIdx.x == 0) next = atomicAdd(a.queue, 1);
         const int t = (item % gangs) * W + warp;
         if (warp_smem_w<KP>() || t < a.tiles)
-            warp_chain<KP, V4, KX>(a, __ldg(a.chain_queue + item / gangs), t, lane, t < a.tiles, ws,
+            warp_chain<KP, KX>(a, __ldg(a.chain_queue + item / gangs), t, lane, t < a.tiles, ws,
                                carry, srow);
         if (threadIdx.x == 0) s_item[it] = next;
         __syncthreads();
@@ -642,8 +637,8 @@ typedef void (*warp_fn)(pc_gpu_args, int);
  * bytes (0.70-0.80x), nor at 32 (0.97-1.03x). */
 template <int KP> static warp_fn warp_pick_kp(int K) {
     if constexpr (KP == 64)
-        if (K == KP) return warp_kernel<KP, true, true>;
-    return K % 4 == 0 ? warp_kernel<KP, true, false> : warp_kernel<KP, false, false>;
+        if (K == KP) return warp_kernel<KP, true>;
+    return warp_kernel<KP, false>;
 }
 
 static warp_fn warp_pick(int K) {
@@ -674,6 +669,9 @@ extern "C" pc_status pc_gpu_fuse_warp_prepare(pc_gpu_state *s) {
     if (s->K > PC_GPU_WARP_MAX_K)
         return pc_fail(PC_ERR_UNSUPPORTED, "fuse warp strategy: takes K <= %d, not K = %d",
                        PC_GPU_WARP_MAX_K, s->K);
+    if (s->K % 4 != 0)
+        return pc_fail(PC_ERR_INTERNAL, "fuse warp strategy: K = %d is not padded to a multiple "
+                       "of 4", s->K);
     if (!pc_gpu_fuse_warp_takes(s))
         return pc_fail(PC_ERR_UNSUPPORTED,
                        "fuse warp strategy: %d variables of %d values make more input rows "
