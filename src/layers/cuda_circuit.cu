@@ -139,10 +139,13 @@ fail:
     return st;
 }
 
-int pc_gpu_kp(int K) { return K <= 16 ? 16 : K <= 32 ? 32 : K <= 64 ? 64 : 128; }
+int pc_gpu_kp(int K, pc_gpu_w_layout layout) {
+    if (K > 64 && K <= 96 && layout == PC_GPU_W_ROWS) return 96;
+    return K <= 16 ? 16 : K <= 32 ? 32 : K <= 64 ? 64 : 128;
+}
 
-size_t pc_gpu_padded_w_bytes(const pc_gpu_state *s) {
-    const size_t KP = (size_t)pc_gpu_kp(s->K);
+size_t pc_gpu_padded_w_bytes(const pc_gpu_state *s, pc_gpu_w_layout layout) {
+    const size_t KP = (size_t)pc_gpu_kp(s->K, layout);
     return (size_t)s->G * KP * KP * sizeof(float);
 }
 
@@ -150,7 +153,7 @@ pc_status pc_gpu_upload_padded_w(pc_gpu_state *s, pc_gpu_w_layout layout, float 
     pc_status st = PC_OK;
     const pc_circuit *c = s->circuit;
     const int K = s->K;
-    const size_t KP = (size_t)pc_gpu_kp(K), bytes = pc_gpu_padded_w_bytes(s);
+    const size_t KP = (size_t)pc_gpu_kp(K, layout), bytes = pc_gpu_padded_w_bytes(s, layout);
     float *h = (float *)calloc(bytes / sizeof(float), sizeof(float));
     if (!h) return pc_fail(PC_ERR_NOMEM, "GPU upload: out of host memory for weights");
     for (int g = 0; g < s->G; g++) {

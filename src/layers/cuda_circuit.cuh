@@ -140,6 +140,7 @@ struct pc_gpu_state {
     int warp_ok;           /* fuse: can run the warp strategy (K <= PC_GPU_WARP_MAX_K) */
     pc_gpu_chains chains;  /* the warp strategy's chains (host), when warp_ok */
     int32_t grid_warp;     /* fuse warp strategy: resident blocks */
+    int32_t grid_warp_three; /* the same, of its 3-block form at 64 < K <= 96 (large batches) */
     const char *last_strategy; /* fuse: the strategy of the last forward pass run */
     /* host copies of the plan */
     pc_gpu_group *h_groups;
@@ -201,7 +202,8 @@ void pc_gpu_fill_args(const pc_gpu_state *s, int64_t n, int buf, int has_missing
 pc_status pc_gpu_upload_wexp(pc_gpu_state *s);
 
 /* exp(trans_logw) of every group as the fuse tile and warp kernels read it: FP32, padded to
- * KP = pc_gpu_kp(K) (K <= 128), zero outside K x K (a padded j has no output, a padded k no
+ * KP = pc_gpu_kp(K, layout) (K <= 128: 16, 32, 64 or 128, and 96 in the warp kernel's rows
+ * layout), zero outside K x K (a padded j has no output, a padded k no
  * input) and for the root. PC_GPU_W_ROWS: [g][j][k] (warp: a lane reads 16-byte words of an
  * output's row); PC_GPU_W_QUADS: [g][k / 4][j][k % 4] (tile: lane j reads its row's quads, so
  * a warp's 32 lanes read 512 consecutive bytes; the rows layout made every lane read its own
@@ -209,8 +211,8 @@ pc_status pc_gpu_upload_wexp(pc_gpu_state *s);
  * would double the bytes read from L2 (measured in the warp strategy: K = 32, batch 4096,
  * 0.664 ms with FP64 weights against 0.621). */
 typedef enum { PC_GPU_W_ROWS, PC_GPU_W_QUADS } pc_gpu_w_layout;
-int pc_gpu_kp(int K);
-size_t pc_gpu_padded_w_bytes(const pc_gpu_state *s);
+int pc_gpu_kp(int K, pc_gpu_w_layout layout);
+size_t pc_gpu_padded_w_bytes(const pc_gpu_state *s, pc_gpu_w_layout layout);
 pc_status pc_gpu_upload_padded_w(pc_gpu_state *s, pc_gpu_w_layout layout, float **dst);
 
 /* Queues the reset of the persistent kernels' counters for a forward pass described by a. */

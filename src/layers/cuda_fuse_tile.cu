@@ -186,7 +186,7 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
      * constants (immediate offsets in the loads and stores). */
     const int lane = threadIdx.x & 31, K = KX ? KM : a.K;
     const int jl = lane % JW, sg = lane / JW;
-    constexpr int KP = KM < 16 ? 16 : KM; /* pc_gpu_kp(K): the row length of exp(w) */
+    constexpr int KP = KM < 16 ? 16 : KM; /* pc_gpu_kp: the row length of exp(w) */
     const pc_gpu_group g = plan.groups[gi];
     const bool root = g.slot < 0;
     const float4 *w = reinterpret_cast<const float4 *>(a.wt) + (size_t)gi * KP * KP / 4 +
@@ -647,11 +647,11 @@ extern "C" pc_status pc_gpu_fuse_tile_upload(pc_gpu_state *s) {
 
 extern "C" size_t pc_gpu_fuse_tile_bytes(const pc_gpu_state *s, int64_t chunk) {
     (void)chunk;
-    return pc_gpu_padded_w_bytes(s) + tile_sched_bytes(s);
+    return pc_gpu_padded_w_bytes(s, PC_GPU_W_QUADS) + tile_sched_bytes(s);
 }
 
 extern "C" void pc_gpu_fuse_tile_release(pc_gpu_state *s) {
-    pc_gpu_release(s, s->d_wt, pc_gpu_padded_w_bytes(s));
+    pc_gpu_release(s, s->d_wt, pc_gpu_padded_w_bytes(s, PC_GPU_W_QUADS));
     pc_gpu_release(s, s->d_tile_sched, tile_sched_bytes(s));
     s->d_wt = NULL, s->d_tile_sched = NULL;
 }

@@ -126,27 +126,38 @@ template <int KP> static __host__ __device__ constexpr int warp_at(int row, int 
     return KP == 128 ? warp_at<KP>(row, k0 + off) : warp_at<KP>(row, k0) + off;
 }
 
+static __host__ __device__ constexpr int warp_gcd(int a, int b) { return b == 0 ? a : warp_gcd(b, a % b); }
+
 /* The block copies one group's exp(w) ([KP][KP], 16-byte aligned) into ws[KP][warp_ld] with
- * cp.async; the caller waits for it before reading. A thread copies one 16-byte column c of
- * rows row0, row0 + RPS, ... (RPS = the rows a step of the block covers, even): its column
- * and row parity stay, so both its addresses move by RPS rows a step, where computing each
- * chunk's row, column and swizzle took about 20 instructions per chunk (at K = 128, 32 chunks
- * per thread and group: 17 % of the kernel's instructions, results file 150). */
+ * cp.async; the caller waits for it before reading. The block covers R rows of 16-byte chunks
+ * in a step (R = the fewest whole rows that are a multiple of its threads' chunks), CB chunks
+ * per thread; a thread keeps its chunks' columns and row parities, so their addresses move by
+ * R rows a step, where computing each chunk's row, column and swizzle took about 20
+ * instructions per chunk (at K = 128, 32 chunks per thread and group: 17 % of the kernel's
+ * instructions, results file 150). KP = 96: 16 rows and 3 chunks a step; else 1 chunk. */
 template <int KP>
 static __device__ __forceinline__ void warp_stage_w(const float *w, float *ws) {
     if constexpr (warp_smem_w<KP>()) {
-        constexpr int CPR = KP / 4, RPS = WARP_BLOCK / CPR; /* chunks per row, rows per step */
-        static_assert(WARP_BLOCK % CPR == 0 && KP % RPS == 0 && RPS % 2 == 0,
-                      "exp(w)'s copy: whole rows per step, an even number");
-        const int row0 = threadIdx.x / CPR, c = 4 * (threadIdx.x % CPR);
-        const unsigned d = (unsigned)__cvta_generic_to_shared(ws + warp_at<KP>(row0, c));
-        const float *s = w + (size_t)row0 * KP + c;
+        constexpr int CPR = KP / 4;                              /* chunks per row */
+        constexpr int R = WARP_BLOCK / warp_gcd(WARP_BLOCK, CPR); /* rows per step */
+        constexpr int CB = R * CPR / WARP_BLOCK;                  /* chunks per thread a step */
+        static_assert(KP % R == 0 && R % 2 == 0, "exp(w)'s copy: whole rows per step, even");
+        unsigned d[CB];
+        const float *s[CB];
 #pragma unroll
-        for (int j = 0; j < KP / RPS; j++)
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
-                             d + (unsigned)(j * RPS * warp_ld<KP>() * sizeof(float))),
-                         "l"(s + (size_t)j * RPS * KP)
-                         : "memory");
+        for (int i = 0; i < CB; i++) {
+            const int at = threadIdx.x + i * WARP_BLOCK, row0 = at / CPR, c = 4 * (at % CPR);
+            d[i] = (unsigned)__cvta_generic_to_shared(ws + warp_at<KP>(row0, c));
+            s[i] = w + (size_t)row0 * KP + c;
+        }
+#pragma unroll
+        for (int j = 0; j < KP / R; j++)
+#pragma unroll
+            for (int i = 0; i < CB; i++)
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
+                                 d[i] + (unsigned)(j * R * warp_ld<KP>() * sizeof(float))),
+                             "l"(s[i] + (size_t)j * R * KP)
+                             : "memory");
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
@@ -587,15 +598,16 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
 }
 
 /* The persistent loop: gangs of items (chain-major, chain order) until none is left.
- * Blocks per SM by K: 2 (255 registers; 104 KB of shared memory each) at 64 < K <= 128, 3
- * (168) at K <= 64, 5 (96) at K <= 32; a lane holds 2 KP / 4 operands in FP64 for the mma.
+ * Blocks per SM (BLOCKS) by K: 2 (255 registers; 104 KB of shared memory each) at 96 < K <=
+ * 128, 2 (254; 72 KB) or 3 (168) at 64 < K <= 96 (warp_pick_kp), 3 (168) at K <= 64, 5 (96)
+ * at K <= 32; a lane holds 2 KP / 4 operands in FP64 for the mma.
  * Fewer warps than fit ran faster (H200, measured with the linear links: K = 64 at
  * 1,024-2,048 samples 1.14-1.16x with 3 blocks instead of 4, 1.00x at 4,096; K = 16
  * 1.06-1.15x with 6 instead of 8, and with the staged rows 1.07-1.10x with 5 instead of 6;
  * K = 32 level or slower with 3 or 4): an item's latency on the tree's critical path counts
  * more than the warps in flight. Dynamic shared memory: warp_smem_bytes<KP>(). */
-template <int KP, bool KX>
-static __global__ void __launch_bounds__(WARP_BLOCK, KP == 128 ? 2 : KP == 64 ? 3 : 5)
+template <int KP, bool KX, int BLOCKS>
+static __global__ void __launch_bounds__(WARP_BLOCK, BLOCKS)
     warp_kernel(pc_gpu_args a, int total) {
     const int lane = threadIdx.x & 31;
     /* The block's warps take consecutive tiles of one chain ("gang" of W tiles), so that a
@@ -630,28 +642,48 @@ static __global__ void __launch_bounds__(WARP_BLOCK, KP == 128 ? 2 : KP == 64 ? 
 
 typedef void (*warp_fn)(pc_gpu_args, int);
 
-/* The kernel for K (64 < K <= 128 with rows padded to 128: at K = 128 and batch 4,096 1.29x
- * faster than the tile strategy, at K = 96 1.19x faster than the persistent one; results
- * file 147): at K = 64 its KX form (no column checks, constant row strides: batches
- * 2,048-4,096 1.02-1.03x, results file 104); not at K = 16, where that form's loads spill 200
- * bytes (0.70-0.80x), nor at 32 (0.97-1.03x). */
-template <int KP> static warp_fn warp_pick_kp(int K) {
+/* The kernel for K: rows padded to 16, 32, 64, 96 or 128 (64 < K <= 128 with rows of 128 at
+ * K = 128 and batch 4,096 1.29x faster than the tile strategy, at K = 96 1.19x faster than
+ * the persistent one, results file 147; rows of 96 at 64 < K <= 96 1.66-1.71x faster than
+ * rows of 128 at batches 1,024-8,192, file 162); at K = 64 its KX form (no column checks,
+ * constant row strides: batches 2,048-4,096 1.02-1.03x, results file 104); not at K = 16,
+ * where that form's loads spill 200 bytes (0.70-0.80x), nor at 32 (0.97-1.03x). Blocks per
+ * SM as in warp_kernel's notes; at KP = 96 `three` picks the form with 3 blocks (168
+ * registers, 48 bytes of spills) instead of 2 (254, none): 1.03-1.06x faster at 3,072
+ * samples, 1.06-1.13x at 3,584-8,192, 1.10-1.29x slower at 1,024-2,048, split at 2,560
+ * (files 162-163). */
+template <int KP> static warp_fn warp_pick_kp(int K, bool three) {
     if constexpr (KP == 64)
-        if (K == KP) return warp_kernel<KP, true>;
-    return warp_kernel<KP, false>;
+        if (K == KP) return warp_kernel<KP, true, 3>;
+    if constexpr (KP == 96)
+        return three ? warp_kernel<KP, false, 3> : warp_kernel<KP, false, 2>;
+    else
+        return warp_kernel<KP, false, KP == 128 ? 2 : KP == 64 ? 3 : 5>;
 }
 
-static warp_fn warp_pick(int K) {
-    return K <= 16   ? warp_pick_kp<16>(K)
-           : K <= 32 ? warp_pick_kp<32>(K)
-           : K <= 64 ? warp_pick_kp<64>(K)
-                     : warp_pick_kp<128>(K);
+static warp_fn warp_pick(int K, bool three) {
+    return K <= 16   ? warp_pick_kp<16>(K, three)
+           : K <= 32 ? warp_pick_kp<32>(K, three)
+           : K <= 64 ? warp_pick_kp<64>(K, three)
+           : K <= 96 ? warp_pick_kp<96>(K, three)
+                     : warp_pick_kp<128>(K, three);
+}
+
+/* Whether a pass of n samples takes the 3-block form at 64 < K <= 96: from
+ * WARP_96_THREE_PER_SM samples per SM (2,640 on 132 SMs), where the gangs fill the resident
+ * blocks many times over and more warps per SM cover more of each other's waits. */
+#ifndef WARP_96_THREE_PER_SM
+#define WARP_96_THREE_PER_SM 20
+#endif
+static bool warp_three(int K, int64_t n, int sms) {
+    return K > 64 && K <= 96 && n > (int64_t)WARP_96_THREE_PER_SM * sms;
 }
 
 static size_t warp_smem(int K) {
     return K <= 16   ? warp_smem_bytes<16>()
            : K <= 32 ? warp_smem_bytes<32>()
            : K <= 64 ? warp_smem_bytes<64>()
+           : K <= 96 ? warp_smem_bytes<96>()
                      : warp_smem_bytes<128>();
 }
 
@@ -660,7 +692,8 @@ extern "C" int pc_gpu_fuse_warp_takes(const pc_gpu_state *s) {
     return (int64_t)s->V * (s->C + 1) <= INT32_MAX;
 }
 
-/* The warp kernel's shared memory and resident grid, into s->grid_warp (the tiles and
+/* The warp kernel's shared memory and resident grid, into s->grid_warp and grid_warp_three
+ * (its forms' resident blocks; the same form but at 64 < K <= 96) (the tiles and
  * counters are the caller's: 16-sample runs, as the persistent strategy's); sets warp_ok, so
  * that the slot plan adds the chains. */
 extern "C" pc_status pc_gpu_fuse_warp_prepare(pc_gpu_state *s) {
@@ -676,11 +709,14 @@ extern "C" pc_status pc_gpu_fuse_warp_prepare(pc_gpu_state *s) {
         return pc_fail(PC_ERR_UNSUPPORTED,
                        "fuse warp strategy: %d variables of %d values make more input rows "
                        "than an int32 counts", s->V, s->C + 1);
-    PC_GPU_CHECK(cudaFuncSetAttribute(warp_pick(s->K), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      (int)warp_smem(s->K)));
-    PC_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, warp_pick(s->K),
-                                                               WARP_BLOCK, warp_smem(s->K)));
-    s->grid_warp = s->sms * (per_sm > 0 ? per_sm : 1);
+    for (int three = 0; three < 2; three++) {
+        const warp_fn fn = warp_pick(s->K, three);
+        PC_GPU_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)warp_smem(s->K)));
+        PC_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, WARP_BLOCK,
+                                                                   warp_smem(s->K)));
+        (three ? s->grid_warp_three : s->grid_warp) = s->sms * (per_sm > 0 ? per_sm : 1);
+    }
     s->warp_ok = 1;
 fail:
     return st;
@@ -745,14 +781,14 @@ static size_t warp_chain_bytes(const pc_gpu_state *s) {
  * values below FLT_MIN become 0, as the FP32 exp of the log domain would flush them. */
 static size_t warp_in_rows(const pc_gpu_state *s) { return (size_t)s->V * ((size_t)s->C + 1); }
 static size_t warp_in_bytes(const pc_gpu_state *s) {
-    const size_t KP = (size_t)pc_gpu_kp(s->K);
+    const size_t KP = (size_t)pc_gpu_kp(s->K, PC_GPU_W_ROWS);
     return warp_in_rows(s) * (KP * sizeof(float) + sizeof(double)) + KP * sizeof(double);
 }
 
 static pc_status warp_upload_inputs(pc_gpu_state *s) {
     pc_status st = PC_OK;
     const pc_circuit *c = s->circuit;
-    const int K = s->K, KP = pc_gpu_kp(K), C = s->C;
+    const int K = s->K, KP = pc_gpu_kp(K, PC_GPU_W_ROWS), C = s->C;
     const size_t rows = warp_in_rows(s);
     float *lin = (float *)calloc(rows * KP, sizeof(float));
     double *mx = (double *)malloc(rows * sizeof(double));
@@ -808,12 +844,12 @@ extern "C" pc_status pc_gpu_fuse_warp_upload(pc_gpu_state *s) {
 /* The chains' slots are the common message buffer's (plan_slots counts them). */
 extern "C" size_t pc_gpu_fuse_warp_bytes(const pc_gpu_state *s, int64_t chunk) {
     (void)chunk;
-    return pc_gpu_padded_w_bytes(s) + warp_in_bytes(s) + warp_chain_bytes(s);
+    return pc_gpu_padded_w_bytes(s, PC_GPU_W_ROWS) + warp_in_bytes(s) + warp_chain_bytes(s);
 }
 
 extern "C" void pc_gpu_fuse_warp_release(pc_gpu_state *s) {
-    const size_t KP = (size_t)pc_gpu_kp(s->K), rows = warp_in_rows(s);
-    pc_gpu_release(s, s->d_wf, pc_gpu_padded_w_bytes(s));
+    const size_t KP = (size_t)pc_gpu_kp(s->K, PC_GPU_W_ROWS), rows = warp_in_rows(s);
+    pc_gpu_release(s, s->d_wf, pc_gpu_padded_w_bytes(s, PC_GPU_W_ROWS));
     pc_gpu_release(s, s->d_in_lin, rows * KP * sizeof(float));
     pc_gpu_release(s, s->d_in_max, rows * sizeof(double));
     pc_gpu_release(s, s->d_root_wexp, KP * sizeof(double));
@@ -853,12 +889,14 @@ extern "C" pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args
                        "fuse warp strategy: %d chains make %lld work gangs for %d samples, more "
                        "than the queue counts (2^31 - 1)", s->chains.num_chains,
                        (long long)total, a->n);
-    const int grid = total < s->grid_warp ? (int)total : s->grid_warp;
+    const bool three = warp_three(s->K, a->n, s->sms);
+    const int resident = three ? s->grid_warp_three : s->grid_warp;
+    const int grid = total < resident ? (int)total : resident;
     pc_gpu_args b = *a;
     b.chain_queue =
         s->d_chain_queue + (warp_queue_by_path(total, grid) ? s->chains.num_chains : 0);
     if ((st = pc_gpu_reset_counters(a, stream))) return st;
-    warp_pick(s->K)<<<grid, WARP_BLOCK, warp_smem(s->K), stream>>>(b, (int)total);
+    warp_pick(s->K, three)<<<grid, WARP_BLOCK, warp_smem(s->K), stream>>>(b, (int)total);
     PC_GPU_CHECK(cudaGetLastError());
 fail:
     return st;
