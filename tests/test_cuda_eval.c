@@ -190,10 +190,12 @@ static void test_shapes(void **state) {
          * form) with four samples per block, K = 96 with eight and zero probabilities */
         {"K=128 random, n=500", 30, 4, 128, 0.3, 0, 0, 500, 0.1},
         {"K=96 random, zeros, n=1000", 30, 3, 96, 0.3, 1, 0, 1000, 0.1},
-        /* the warp strategy at 64 < K <= 128 on a padded circuit (K = 71 as 72, rows of 96),
-         * and its 3-block form at 64 < K <= 96 (from 20 samples per SM: 2,640 on an H200) */
+        /* the warp strategy at 64 < K <= 128 on a padded circuit (K = 71 as 72, rows of 80;
+         * K = 100 above has rows of 112), and its 3-block forms at 64 < K <= 96 (from 20
+         * samples per SM: 2,640 on an H200) with rows of 80 and 96 */
         {"K=71 random, zeros, n=700", 30, 3, 71, 0.3, 1, 0, 700, 0.1},
         {"K=80 random, n=3500", 30, 3, 80, 0.3, 0, 0, 3500, 0.1},
+        {"K=92 random, n=2700", 20, 3, 92, 0.3, 1, 0, 2700, 0.1},
         /* the persistent strategy's two configurations above K = 64 (from 2,048 samples FP32
          * items of 64 samples, below that tensor-core items at K <= 128 and 32-sample items at
          * K > 128), on the model's K and on a padded circuit (K = 130 as 132); the

@@ -140,7 +140,7 @@ fail:
 }
 
 int pc_gpu_kp(int K, pc_gpu_w_layout layout) {
-    if (K > 64 && K <= 96 && layout == PC_GPU_W_ROWS) return 96;
+    if (K > 64 && layout == PC_GPU_W_ROWS) return (K + 15) / 16 * 16;
     return K <= 16 ? 16 : K <= 32 ? 32 : K <= 64 ? 64 : 128;
 }
 

@@ -202,8 +202,8 @@ void pc_gpu_fill_args(const pc_gpu_state *s, int64_t n, int buf, int has_missing
 pc_status pc_gpu_upload_wexp(pc_gpu_state *s);
 
 /* exp(trans_logw) of every group as the fuse tile and warp kernels read it: FP32, padded to
- * KP = pc_gpu_kp(K, layout) (K <= 128: 16, 32, 64 or 128, and 96 in the warp kernel's rows
- * layout), zero outside K x K (a padded j has no output, a padded k no
+ * KP = pc_gpu_kp(K, layout) (K <= 128: 16, 32, 64 or 128; in the warp kernel's rows layout
+ * above 64 K rounded up to a multiple of 16), zero outside K x K (a padded j has no output, a padded k no
  * input) and for the root. PC_GPU_W_ROWS: [g][j][k] (warp: a lane reads 16-byte words of an
  * output's row); PC_GPU_W_QUADS: [g][k / 4][j][k % 4] (tile: lane j reads its row's quads, so
  * a warp's 32 lanes read 512 consecutive bytes; the rows layout made every lane read its own

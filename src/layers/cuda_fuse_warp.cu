@@ -105,9 +105,11 @@ template <int KP> static __host__ __device__ constexpr bool warp_smem_w() { retu
  * odd): with the staging inlined and the chain tops' log for y >= 0, K = 64 1.03-1.05x at
  * 1,152-8,192 samples (results file 140; each of the three alone 1.00-1.02x). (Strides of
  * KP + 8 with a per-lane order of the quads were measured before: level at K = 64, 1.07-1.08x
- * slower at K = 32, the extra registers spilling.) */
+ * slower at K = 32, the extra registers spilling.) Rows of 80 and 112 floats (20 and 28 words,
+ * 4 mod 8) need no padding: lane t's words sit 5 or 7 t apart, row g + 1's 4 further on;
+ * rows of 96 take 100 (25 words, 1 mod 8). */
 template <int KP> static __host__ __device__ constexpr int warp_ld() {
-    return KP == 128 ? 128 : KP == 64 ? 76 : KP + 4;
+    return KP == 128 || KP == 112 || KP == 80 ? KP : KP == 64 ? 76 : KP + 4;
 }
 template <int KP> static __host__ __device__ constexpr int warp_col(int k) {
     return k + (KP == 64 && k >= KP / 2 ? 8 : 0);
@@ -126,7 +128,9 @@ template <int KP> static __host__ __device__ constexpr int warp_at(int row, int 
     return KP == 128 ? warp_at<KP>(row, k0 + off) : warp_at<KP>(row, k0) + off;
 }
 
-static __host__ __device__ constexpr int warp_gcd(int a, int b) { return b == 0 ? a : warp_gcd(b, a % b); }
+static __host__ __device__ constexpr int warp_gcd(int a, int b) {
+    return b == 0 ? a : warp_gcd(b, a % b);
+}
 
 /* The block copies one group's exp(w) ([KP][KP], 16-byte aligned) into ws[KP][warp_ld] with
  * cp.async; the caller waits for it before reading. The block covers R rows of 16-byte chunks
@@ -134,30 +138,34 @@ static __host__ __device__ constexpr int warp_gcd(int a, int b) { return b == 0 
  * per thread; a thread keeps its chunks' columns and row parities, so their addresses move by
  * R rows a step, where computing each chunk's row, column and swizzle took about 20
  * instructions per chunk (at K = 128, 32 chunks per thread and group: 17 % of the kernel's
- * instructions, results file 150). KP = 96: 16 rows and 3 chunks a step; else 1 chunk. */
+ * instructions, results file 150). KP = 96: 16 rows and 3 chunks a step; 80 and 112: 32 rows
+ * and 5 or 7 chunks, the last step past row KP skipped; else 1 chunk. */
 template <int KP>
 static __device__ __forceinline__ void warp_stage_w(const float *w, float *ws) {
     if constexpr (warp_smem_w<KP>()) {
         constexpr int CPR = KP / 4;                              /* chunks per row */
         constexpr int R = WARP_BLOCK / warp_gcd(WARP_BLOCK, CPR); /* rows per step */
         constexpr int CB = R * CPR / WARP_BLOCK;                  /* chunks per thread a step */
-        static_assert(KP % R == 0 && R % 2 == 0, "exp(w)'s copy: whole rows per step, even");
+        static_assert(R % 2 == 0, "exp(w)'s copy: an even number of rows per step");
+        int row0[CB];
         unsigned d[CB];
         const float *s[CB];
 #pragma unroll
         for (int i = 0; i < CB; i++) {
-            const int at = threadIdx.x + i * WARP_BLOCK, row0 = at / CPR, c = 4 * (at % CPR);
-            d[i] = (unsigned)__cvta_generic_to_shared(ws + warp_at<KP>(row0, c));
-            s[i] = w + (size_t)row0 * KP + c;
+            const int at = threadIdx.x + i * WARP_BLOCK, c = 4 * (at % CPR);
+            row0[i] = at / CPR;
+            d[i] = (unsigned)__cvta_generic_to_shared(ws + warp_at<KP>(row0[i], c));
+            s[i] = w + (size_t)row0[i] * KP + c;
         }
 #pragma unroll
-        for (int j = 0; j < KP / R; j++)
+        for (int j = 0; j < (KP + R - 1) / R; j++)
 #pragma unroll
             for (int i = 0; i < CB; i++)
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
-                                 d[i] + (unsigned)(j * R * warp_ld<KP>() * sizeof(float))),
-                             "l"(s[i] + (size_t)j * R * KP)
-                             : "memory");
+                if (KP % R == 0 || row0[i] + j * R < KP)
+                    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
+                                     d[i] + (unsigned)(j * R * warp_ld<KP>() * sizeof(float))),
+                                 "l"(s[i] + (size_t)j * R * KP)
+                                 : "memory");
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
@@ -598,9 +606,9 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
 }
 
 /* The persistent loop: gangs of items (chain-major, chain order) until none is left.
- * Blocks per SM (BLOCKS) by K: 2 (255 registers; 104 KB of shared memory each) at 96 < K <=
- * 128, 2 (254; 72 KB) or 3 (168) at 64 < K <= 96 (warp_pick_kp), 3 (168) at K <= 64, 5 (96)
- * at K <= 32; a lane holds 2 KP / 4 operands in FP64 for the mma.
+ * Blocks per SM (BLOCKS) by K: 2 (255 registers; 104 KB of shared memory each at K = 128) at
+ * 96 < K <= 128, 2 (250-254) or 3 (168) at 64 < K <= 96 (warp_pick_kp), 3 (168) at K <= 64,
+ * 5 (96) at K <= 32; a lane holds 2 KP / 4 operands in FP64 for the mma.
  * Fewer warps than fit ran faster (H200, measured with the linear links: K = 64 at
  * 1,024-2,048 samples 1.14-1.16x with 3 blocks instead of 4, 1.00x at 4,096; K = 16
  * 1.06-1.15x with 6 instead of 8, and with the staged rows 1.07-1.10x with 5 instead of 6;
@@ -642,31 +650,40 @@ static __global__ void __launch_bounds__(WARP_BLOCK, BLOCKS)
 
 typedef void (*warp_fn)(pc_gpu_args, int);
 
-/* The kernel for K: rows padded to 16, 32, 64, 96 or 128 (64 < K <= 128 with rows of 128 at
- * K = 128 and batch 4,096 1.29x faster than the tile strategy, at K = 96 1.19x faster than
- * the persistent one, results file 147; rows of 96 at 64 < K <= 96 1.66-1.71x faster than
- * rows of 128 at batches 1,024-8,192, file 162); at K = 64 its KX form (no column checks,
+/* The kernel for K: rows padded to 16, 32, 64, then to a multiple of 16 (64 < K <= 128 with
+ * rows of 128 at K = 128 and batch 4,096 1.29x faster than the tile strategy, at K = 96 1.19x
+ * faster than the persistent one, results file 147; rows of 96 at 64 < K <= 96 1.66-1.71x
+ * faster than rows of 128 at batches 1,024-8,192, file 162; rows of 80 at K <= 80 1.22-1.37x
+ * faster than rows of 96, rows of 112 at 96 < K <= 112 1.34-1.39x faster than rows of 128,
+ * file 164); at K = 64 its KX form (no column checks,
  * constant row strides: batches 2,048-4,096 1.02-1.03x, results file 104); not at K = 16,
  * where that form's loads spill 200 bytes (0.70-0.80x), nor at 32 (0.97-1.03x). Blocks per
  * SM as in warp_kernel's notes; at KP = 96 `three` picks the form with 3 blocks (168
  * registers, 48 bytes of spills) instead of 2 (254, none): 1.03-1.06x faster at 3,072
  * samples, 1.06-1.13x at 3,584-8,192, 1.10-1.29x slower at 1,024-2,048, split at 2,560
- * (files 162-163). */
+ * (files 162-163); likewise at KP = 80 (3 blocks at every batch: 1.05-1.06x at 2,048,
+ * 0.97-0.98x at 1,024, level from 4,096; file 164). */
+#ifndef WARP_80_BLOCKS
+#define WARP_80_BLOCKS 2
+#endif
 template <int KP> static warp_fn warp_pick_kp(int K, bool three) {
     if constexpr (KP == 64)
         if (K == KP) return warp_kernel<KP, true, 3>;
-    if constexpr (KP == 96)
-        return three ? warp_kernel<KP, false, 3> : warp_kernel<KP, false, 2>;
+    if constexpr (KP == 80 || KP == 96)
+        return three ? warp_kernel<KP, false, 3>
+                     : warp_kernel<KP, false, KP == 80 ? WARP_80_BLOCKS : 2>;
     else
-        return warp_kernel<KP, false, KP == 128 ? 2 : KP == 64 ? 3 : 5>;
+        return warp_kernel<KP, false, KP >= 112 ? 2 : KP == 64 ? 3 : 5>;
 }
 
 static warp_fn warp_pick(int K, bool three) {
-    return K <= 16   ? warp_pick_kp<16>(K, three)
-           : K <= 32 ? warp_pick_kp<32>(K, three)
-           : K <= 64 ? warp_pick_kp<64>(K, three)
-           : K <= 96 ? warp_pick_kp<96>(K, three)
-                     : warp_pick_kp<128>(K, three);
+    return K <= 16    ? warp_pick_kp<16>(K, three)
+           : K <= 32  ? warp_pick_kp<32>(K, three)
+           : K <= 64  ? warp_pick_kp<64>(K, three)
+           : K <= 80  ? warp_pick_kp<80>(K, three)
+           : K <= 96  ? warp_pick_kp<96>(K, three)
+           : K <= 112 ? warp_pick_kp<112>(K, three)
+                      : warp_pick_kp<128>(K, three);
 }
 
 /* Whether a pass of n samples takes the 3-block form at 64 < K <= 96: from
@@ -680,11 +697,13 @@ static bool warp_three(int K, int64_t n, int sms) {
 }
 
 static size_t warp_smem(int K) {
-    return K <= 16   ? warp_smem_bytes<16>()
-           : K <= 32 ? warp_smem_bytes<32>()
-           : K <= 64 ? warp_smem_bytes<64>()
-           : K <= 96 ? warp_smem_bytes<96>()
-                     : warp_smem_bytes<128>();
+    return K <= 16    ? warp_smem_bytes<16>()
+           : K <= 32  ? warp_smem_bytes<32>()
+           : K <= 64  ? warp_smem_bytes<64>()
+           : K <= 80  ? warp_smem_bytes<80>()
+           : K <= 96  ? warp_smem_bytes<96>()
+           : K <= 112 ? warp_smem_bytes<112>()
+                      : warp_smem_bytes<128>();
 }
 
 /* Whether the input rows (V (C + 1), staged as int32) fit the warp strategy. */

@@ -361,6 +361,7 @@ int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms) {
     if (!pc_gpu_fuse_warp_k(K)) return 0;
     if (K <= 64) return pc_gpu_tile_samples(n, sms) > (K <= 32 ? 8 : 4);
     if (K <= 96) return 2 * n > 3 * (int64_t)sms;
+    if (K <= 112) return 2 * n > 5 * (int64_t)sms;
     return n > (K == 128 ? 8 : 6) * (int64_t)sms;
 }
 
@@ -370,5 +371,5 @@ int pc_gpu_fuse_takes_tile(int32_t K, int64_t n, int32_t sms) {
         return n <= 2 * (int64_t)PC_GPU_TILE_MAX_T * sms && n > sms &&
                !(n > 4 * (int64_t)sms && n < 5 * (int64_t)sms);
     const int32_t T = pc_gpu_tile_samples(n, sms);
-    return K > 96 && K < 128 && T <= 8 && 4 * n >= 3 * (int64_t)T * sms;
+    return K > 112 && K < 128 && T <= 8 && 4 * n >= 3 * (int64_t)T * sms;
 }

@@ -88,18 +88,21 @@ void pc_gpu_tile_thin_layers(const pc_circuit *circuit, int32_t per_group, int32
 #define PC_GPU_TILE_MAX_T 32
 int32_t pc_gpu_tile_samples(int64_t n, int32_t sms);
 
-/* The warp strategy's largest K (its kernel's rows are padded to 16, 32, 64, 96 or 128), and
- * whether fuse considers that strategy at K: 1 <= K <= PC_GPU_WARP_MAX_K. */
+/* The warp strategy's largest K (its kernel's rows are padded to 16, 32 or 64, above 64 to a
+ * multiple of 16), and whether fuse considers that strategy at K: 1 <= K <=
+ * PC_GPU_WARP_MAX_K. */
 #define PC_GPU_WARP_MAX_K 128
 int pc_gpu_fuse_warp_k(int32_t K);
 
 /* fuse's choice of its warp strategy at such a K: warp (1) at K <= 64 once a tile block would
  * hold more than 8 samples (K <= 32) or 4 (32 < K <= 64); at K = 128 once it would hold more
- * than 8 (n > 8 sms); at 96 < K < 128 from n > 6 sms, where it overtakes the persistent
+ * than 8 (n > 8 sms); at 112 < K < 128 from n > 6 sms, where it overtakes the persistent
  * kernel (K = 66-70 with rows of 128: 1.01-1.30x faster at 1,024-4,096 samples, 0.95-1.03x at
- * 8,192; slower at 768, results file 155); at 64 < K <= 96, rows of 96, from n > 3 sms / 2
- * (K = 68 and 72: 0.99 and 1.00x the persistent kernel at 200 samples, 1.02x at 264, 1.07x at
- * 396; K = 96 1.00x at 132, 1.05x at 200; at 16-64 samples 0.83-0.93x; results file 163).
+ * 8,192; slower at 768, results file 155); at 64 < K <= 96 from n > 3 sms / 2 (with rows of
+ * 96, K = 68 and 72: 0.99 and 1.00x the persistent kernel at 200 samples, 1.02x at 264, 1.07x
+ * at 396; K = 96 1.00x at 132, 1.05x at 200; at 16-64 samples 0.83-0.93x, results file 163;
+ * with rows of 80, K = 80 1.14x at 132, file 164); at 96 < K <= 112, rows of 112, from
+ * n > 5 sms / 2 (K = 100 and 112: 0.95 and 0.96x at 264, 1.04x at 396, file 164).
  * A tile block's time grows with its samples, so the tile strategy's
  * time is a staircase in n while the warp strategy's grows smoothly (the measurements are in
  * cuda_fuse.cu). */
@@ -111,13 +114,14 @@ int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms);
  * but not where its few blocks leave most SMs idle: n <= sms (blocks of 4 samples on at most
  * a quarter of the SMs; at 64 samples 0.51 against the persistent kernel's 0.44 ms) and
  * 4 sms < n < 5 sms (blocks of 8 on under 5/8 of them; at 529 0.95 against 0.82, level at
- * 660, results file 155); at 96 < K < 128, whose padded rows the tile kernel multiplies in
+ * 660, results file 155); at 112 < K < 128, whose padded rows the tile kernel multiplies in
  * full while the persistent kernel's work shrinks with K squared, only where a tile block
  * holds at most 8 samples and the blocks fill at least 3/4 of the SMs (K = 96: tile won with
  * 97 % of the SMs busy, was level at 73 % with 4 samples per block, lost at 73 % with 8 and at
  * 16 or more samples per block; at K = 72 and 80 the persistent kernel won by 5-10 % there
- * too, results file 149; since the warp kernel's rows of 96, warp runs K = 96 there: 1.37x
- * faster than tile at 396 samples, file 163; the measurements are in cuda_fuse.cu). */
+ * too, results file 149; since the warp kernel's rows of 96 and 112, warp runs K <= 112
+ * there: at K = 96 1.37x faster than tile at 396 samples, file 163, at K = 100 and 112
+ * 1.07-1.12x at 396-528, file 164; the measurements are in cuda_fuse.cu). */
 int pc_gpu_fuse_takes_tile(int32_t K, int64_t n, int32_t sms);
 
 /* The most variables of a group above a chain's bottom: the warp strategy multiplies such a
