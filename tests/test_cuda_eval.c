@@ -196,6 +196,10 @@ static void test_shapes(void **state) {
         {"K=71 random, zeros, n=700", 30, 3, 71, 0.3, 1, 0, 700, 0.1},
         {"K=80 random, n=3500", 30, 3, 80, 0.3, 0, 0, 3500, 0.1},
         {"K=92 random, n=2700", 20, 3, 92, 0.3, 1, 0, 2700, 0.1},
+        /* K that fuse runs as the tile kernel's full row (pc_gpu_fuse_states): 45 as 64,
+         * 118 as 128 */
+        {"K=45 random, zeros, n=600", 30, 3, 45, 0.3, 1, 0, 600, 0.1},
+        {"K=118 random, n=300", 20, 3, 118, 0.3, 0, 0, 300, 0.1},
         /* the persistent strategy's two configurations above K = 64 (from 2,048 samples FP32
          * items of 64 samples, below that tensor-core items at K <= 128 and 32-sample items at
          * K > 128), on the model's K and on a padded circuit (K = 130 as 132); the

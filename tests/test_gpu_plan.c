@@ -442,6 +442,22 @@ static void test_fuse_choice(void **state) {
         }
 }
 
+/* fuse's states per latent: a multiple of 4 at least K, the next one but at 32 < K < 64 (64)
+ * and 112 < K < 128 (128). */
+static void test_fuse_states(void **state) {
+    (void)state;
+    for (int32_t K = 1; K <= 600; K++) {
+        const int32_t got = pc_gpu_fuse_states(K);
+        const int32_t want = K > 32 && K < 64 ? 64 : K > 112 && K < 128 ? 128 : (K + 3) / 4 * 4;
+        if (got != want || got % 4 != 0 || got < K)
+            fail_msg("K = %d: fuse runs %d states, want %d", K, got, want);
+    }
+    assert_int_equal(pc_gpu_fuse_states(33), 64);
+    assert_int_equal(pc_gpu_fuse_states(66), 68);
+    assert_int_equal(pc_gpu_fuse_states(113), 128);
+    assert_int_equal(pc_gpu_fuse_states(254), 256);
+}
+
 static void test_bad_arguments(void **state) {
     (void)state;
     int32_t slots = 0;
@@ -464,6 +480,7 @@ int main(void) {
         cmocka_unit_test(test_mnist_model),
         cmocka_unit_test(test_split_layers),
         cmocka_unit_test(test_fuse_choice),
+        cmocka_unit_test(test_fuse_states),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

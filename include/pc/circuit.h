@@ -52,8 +52,8 @@ void pc_circuit_free(pc_circuit *circuit);
 
 /* The same distribution with `num_latents` >= K states per latent: states K and up have zero
  * probability (input_logp, root_logw and trans_logw -inf in every entry that involves them), so
- * every log p(x) is unchanged. The GPU's fuse backend runs a circuit whose K is not a multiple
- * of 4 this way, where 16-byte loads need rows of a multiple of 4 floats. */
+ * every log p(x) is unchanged. The GPU's fuse backend runs a circuit this way where its
+ * kernels are faster with more states (rows of a multiple of 4 floats for 16-byte loads). */
 pc_status pc_circuit_pad_latents(const pc_circuit *circuit, int32_t num_latents,
                                  pc_circuit **out);
 

@@ -254,25 +254,26 @@ pc_status pc_gpu_create(const pc_gpu_impl *impl, const pc_circuit *circuit,
     s = (pc_gpu_state *)calloc(1, sizeof(*s));
     if (!s) return pc_fail(PC_ERR_NOMEM, "GPU backend: out of host memory");
     s->impl = impl, s->circuit = circuit;
-    /* fuse's kernels load rows of K floats 16 bytes at a time where K % 4 == 0; other K take
-     * their scalar paths, about 1.5x slower (K = 66 and 70 against 68). The same circuit with
-     * zero-probability states up to a multiple of 4 gives the same log p(x). */
-    if (impl->backend == PC_BACKEND_FUSE && circuit->num_latents % 4 != 0) {
-        const int32_t K4 = (circuit->num_latents + 3) & ~3;
+    /* fuse runs the same circuit with zero-probability states up to pc_gpu_fuse_states(K)
+     * (a multiple of 4 for its 16-byte loads; the tile kernel's row where that is faster):
+     * the same log p(x). */
+    if (impl->backend == PC_BACKEND_FUSE &&
+        pc_gpu_fuse_states(circuit->num_latents) != circuit->num_latents) {
+        const int32_t KF = pc_gpu_fuse_states(circuit->num_latents);
         /* The copy takes host memory for every parameter: a model whose input table alone
          * exceeds the GPU's memory fails first, as it would unpadded (choose_chunk). */
-        const double in_bytes = 4.0 * circuit->num_vars * (circuit->num_cats + 1.0) * K4;
+        const double in_bytes = 4.0 * circuit->num_vars * (circuit->num_cats + 1.0) * KF;
         size_t free_b = 0, total_b = 0;
         PC_GPU_CHECK(cudaMemGetInfo(&free_b, &total_b));
         if (in_bytes > (double)total_b) {
             st = pc_fail(PC_ERR_DEVICE_MEMORY,
                          "model (V=%d, C=%d, K=%d) needs %.1f MiB of GPU memory for its input "
                          "table alone; the GPU has %.1f MiB",
-                         circuit->num_vars, circuit->num_cats, K4, in_bytes / 1048576.0,
+                         circuit->num_vars, circuit->num_cats, KF, in_bytes / 1048576.0,
                          total_b / 1048576.0);
             goto fail;
         }
-        if ((st = pc_circuit_pad_latents(circuit, K4, &s->padded))) goto fail;
+        if ((st = pc_circuit_pad_latents(circuit, KF, &s->padded))) goto fail;
         s->circuit = s->padded;
     }
     s->V = s->circuit->num_vars, s->C = s->circuit->num_cats, s->K = s->circuit->num_latents;

@@ -127,7 +127,7 @@ typedef struct pc_gpu_graph {
 struct pc_gpu_state {
     const pc_gpu_impl *impl;
     const pc_circuit *circuit; /* the caller's, or `padded` */
-    pc_circuit *padded;        /* fuse, K % 4 != 0: the circuit with K rounded up to 4 (owned) */
+    pc_circuit *padded;        /* fuse: the circuit with pc_gpu_fuse_states(K) states (owned) */
     int32_t V, C, K, G, num_slots;
     int64_t chunk;         /* samples per forward pass (internal batch) */
     int32_t bm, bn;        /* batch-tile and output-tile sizes */

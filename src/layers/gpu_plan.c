@@ -355,6 +355,12 @@ int32_t pc_gpu_tile_samples(int64_t n, int32_t sms) {
     return T;
 }
 
+int32_t pc_gpu_fuse_states(int32_t K) {
+    if (K > 32 && K < 64) return 64;
+    if (K > 112 && K < 128) return 128;
+    return (K + 3) & ~3;
+}
+
 int pc_gpu_fuse_warp_k(int32_t K) { return K >= 1 && K <= PC_GPU_WARP_MAX_K; }
 
 int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms) {

@@ -88,6 +88,17 @@ void pc_gpu_tile_thin_layers(const pc_circuit *circuit, int32_t per_group, int32
 #define PC_GPU_TILE_MAX_T 32
 int32_t pc_gpu_tile_samples(int64_t n, int32_t sms);
 
+/* The states per latent with which fuse runs a circuit of K (pc_gpu_create adds states of zero
+ * probability, which leave every log p(x) as it is): K rounded up to a multiple of 4, so that
+ * its kernels load rows 16 bytes at a time (other K took scalar paths: K = 66 and 70 1.3-1.5x,
+ * K = 254 1.5-1.8x slower, results file 161); at 32 < K < 64 and 112 < K < 128 the tile
+ * kernel's row, 64 or 128, whose form for a full row (constant strides, no column checks) ran
+ * K = 64 at batch 512 in 0.223 ms against 0.261-0.265 for K = 40-56, and K = 128 in 0.603
+ * against 0.693 for K = 120 (file 165), while the warp strategy pads its rows to 64 or 128
+ * anyway: K = 36-60 as 64 and 116-124 as 128 were 1.11-1.21x faster at batches 256-512,
+ * 1.00-1.11x at 1,024 and 0.98-1.05x at 4,096 (file 166). */
+int32_t pc_gpu_fuse_states(int32_t K);
+
 /* The warp strategy's largest K (its kernel's rows are padded to 16, 32 or 64, above 64 to a
  * multiple of 16), and whether fuse considers that strategy at K: 1 <= K <=
  * PC_GPU_WARP_MAX_K. */
