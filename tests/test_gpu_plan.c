@@ -385,11 +385,13 @@ static void test_fuse_choice(void **state) {
     assert_true(pc_gpu_fuse_takes_warp(33, 529, 132));
     assert_true(pc_gpu_fuse_takes_warp(64, 640, 132));
     assert_true(pc_gpu_fuse_takes_warp(64, 4096, 132));
-    /* above K = 64: up to 96 from 1.5 samples per SM, up to 112 from 2.5, up to 128 from 6
-     * (at K = 128 from 9) */
-    assert_false(pc_gpu_fuse_takes_warp(65, 198, 132));
-    assert_true(pc_gpu_fuse_takes_warp(65, 199, 132));
+    /* above K = 64: up to 80 always, up to 96 from 1.5 samples per SM, up to 112 from 2.5, up
+     * to 128 from 6 (at K = 128 from 9) */
+    assert_true(pc_gpu_fuse_takes_warp(65, 1, 132));
+    assert_true(pc_gpu_fuse_takes_warp(80, 16, 132));
     assert_true(pc_gpu_fuse_takes_warp(72, 4096, 132));
+    assert_false(pc_gpu_fuse_takes_warp(81, 198, 132));
+    assert_true(pc_gpu_fuse_takes_warp(81, 199, 132));
     assert_false(pc_gpu_fuse_takes_warp(96, 198, 132));
     assert_true(pc_gpu_fuse_takes_warp(96, 199, 132));
     assert_false(pc_gpu_fuse_takes_warp(97, 330, 132));
@@ -402,13 +404,17 @@ static void test_fuse_choice(void **state) {
     assert_false(pc_gpu_fuse_warp_k(0));
     for (int rep = 0; rep < 20000; rep++) {
         /* warp exactly where a tile block would hold > 8 samples (K <= 32, K = 128) or > 4
-         * (32 < K <= 64), from n > 1.5 sms at 64 < K <= 96, n > 2.5 sms at 96 < K <= 112 and
-         * n > 6 sms at 112 < K < 128 (in half samples per SM) */
+         * (32 < K <= 64), always at 64 < K <= 80, from n > 1.5 sms at 80 < K <= 96, n > 2.5
+         * sms at 96 < K <= 112 and n > 6 sms at 112 < K < 128 (in half samples per SM) */
         const int32_t sms = (int32_t)pc_hr_int(1, 200), K = (int32_t)pc_hr_int(1, 300);
         const int64_t n = pc_hr_int(1, 20000);
         const int considered = K <= 128;
-        const int half_per_sm =
-            K <= 32 || K == 128 ? 16 : K <= 64 ? 8 : K <= 96 ? 3 : K <= 112 ? 5 : 12;
+        const int half_per_sm = K <= 32 || K == 128 ? 16
+                                : K <= 64           ? 8
+                                : K <= 80           ? 0
+                                : K <= 96           ? 3
+                                : K <= 112          ? 5
+                                                    : 12;
         if (pc_gpu_fuse_warp_k(K) != considered)
             fail_msg("K = %d: warp considered %d", K, pc_gpu_fuse_warp_k(K));
         if (pc_gpu_fuse_takes_warp(K, n, sms) !=

@@ -525,8 +525,8 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
  *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 where the tile strategy would put
  *     more than 8 samples in a block at K <= 32, more than 4 at 32 < K <= 64; at K = 128 from
  *     8 samples per SM, at 112 < K < 128 from 6, at 96 < K <= 112 (rows of 112) from 2.5,
- *     at 64 < K <= 96 (rows of 80 or 96) from 1.5 (pc_gpu_fuse_takes_warp): enough warp
- *     items to fill the GPU, each without a barrier;
+ *     at 80 < K <= 96 (rows of 96) from 1.5, at 64 < K <= 80 (rows of 80) at every batch
+ *     (pc_gpu_fuse_takes_warp): enough warp items to fill the GPU, each without a barrier;
  *   - else the tile strategy (no waits between blocks) up to K = 64, at K = 128 up to two
  *     waves of 32-sample blocks but not where its blocks leave most SMs idle (n <= SMs,
  *     4 SMs < n < 5 SMs), and at 112 < K < 128 only at 4 or 8 samples per block with at least

@@ -109,10 +109,11 @@ int pc_gpu_fuse_warp_k(int32_t K);
  * hold more than 8 samples (K <= 32) or 4 (32 < K <= 64); at K = 128 once it would hold more
  * than 8 (n > 8 sms); at 112 < K < 128 from n > 6 sms, where it overtakes the persistent
  * kernel (K = 66-70 with rows of 128: 1.01-1.30x faster at 1,024-4,096 samples, 0.95-1.03x at
- * 8,192; slower at 768, results file 155); at 64 < K <= 96 from n > 3 sms / 2 (with rows of
- * 96, K = 68 and 72: 0.99 and 1.00x the persistent kernel at 200 samples, 1.02x at 264, 1.07x
- * at 396; K = 96 1.00x at 132, 1.05x at 200; at 16-64 samples 0.83-0.93x, results file 163;
- * with rows of 80, K = 80 1.14x at 132, file 164); at 96 < K <= 112, rows of 112, from
+ * 8,192; slower at 768, results file 155); at 64 < K <= 80, rows of 80, at every n (K = 72
+ * and 80: 1.02-1.03x the persistent kernel at 16 samples, 1.05-1.07x at 64, 1.13-1.14x at
+ * 100-132, 1.18-1.20x at 200, file 167; tile 1.7x slower there, file 163); at 80 < K <= 96,
+ * rows of 96, from n > 3 sms / 2 (K = 96: 0.87 and 0.93x the persistent kernel at 16 and 64
+ * samples, 1.00x at 132, 1.05x at 200, file 163); at 96 < K <= 112, rows of 112, from
  * n > 5 sms / 2 (K = 100 and 112: 0.95 and 0.96x at 264, 1.04x at 396, file 164).
  * A tile block's time grows with its samples, so the tile strategy's
  * time is a staircase in n while the warp strategy's grows smoothly (the measurements are in
