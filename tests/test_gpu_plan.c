@@ -386,7 +386,7 @@ static void test_fuse_choice(void **state) {
     assert_true(pc_gpu_fuse_takes_warp(64, 640, 132));
     assert_true(pc_gpu_fuse_takes_warp(64, 4096, 132));
     /* above K = 64: up to 80 always, up to 96 from 1.5 samples per SM, up to 112 from 2.5, up
-     * to 128 from 6 (at K = 128 from 9) */
+     * to 128 from 9 */
     assert_true(pc_gpu_fuse_takes_warp(65, 1, 132));
     assert_true(pc_gpu_fuse_takes_warp(80, 16, 132));
     assert_true(pc_gpu_fuse_takes_warp(72, 4096, 132));
@@ -396,25 +396,24 @@ static void test_fuse_choice(void **state) {
     assert_true(pc_gpu_fuse_takes_warp(96, 199, 132));
     assert_false(pc_gpu_fuse_takes_warp(97, 330, 132));
     assert_true(pc_gpu_fuse_takes_warp(112, 331, 132));
-    assert_false(pc_gpu_fuse_takes_warp(113, 792, 132));
-    assert_true(pc_gpu_fuse_takes_warp(113, 793, 132));
+    assert_false(pc_gpu_fuse_takes_warp(113, 1056, 132));
+    assert_true(pc_gpu_fuse_takes_warp(113, 1057, 132));
     assert_false(pc_gpu_fuse_takes_warp(128, 1056, 132));
     assert_true(pc_gpu_fuse_takes_warp(128, 1057, 132));
     assert_false(pc_gpu_fuse_takes_warp(129, 4096, 132));
     assert_false(pc_gpu_fuse_warp_k(0));
     for (int rep = 0; rep < 20000; rep++) {
         /* warp exactly where a tile block would hold > 8 samples (K <= 32, K = 128) or > 4
-         * (32 < K <= 64), always at 64 < K <= 80, from n > 1.5 sms at 80 < K <= 96, n > 2.5
-         * sms at 96 < K <= 112 and n > 6 sms at 112 < K < 128 (in half samples per SM) */
+         * (32 < K <= 64, and 112 < K <= 128), always at 64 < K <= 80, from n > 1.5 sms at
+         * 80 < K <= 96 and n > 2.5 sms at 96 < K <= 112 (in half samples per SM) */
         const int32_t sms = (int32_t)pc_hr_int(1, 200), K = (int32_t)pc_hr_int(1, 300);
         const int64_t n = pc_hr_int(1, 20000);
         const int considered = K <= 128;
-        const int half_per_sm = K <= 32 || K == 128 ? 16
-                                : K <= 64           ? 8
-                                : K <= 80           ? 0
-                                : K <= 96           ? 3
-                                : K <= 112          ? 5
-                                                    : 12;
+        const int half_per_sm = K <= 32 || K > 112 ? 16
+                                : K <= 64          ? 8
+                                : K <= 80          ? 0
+                                : K <= 96          ? 3
+                                                   : 5;
         if (pc_gpu_fuse_warp_k(K) != considered)
             fail_msg("K = %d: warp considered %d", K, pc_gpu_fuse_warp_k(K));
         if (pc_gpu_fuse_takes_warp(K, n, sms) !=
@@ -431,17 +430,14 @@ static void test_fuse_choice(void **state) {
     assert_false(pc_gpu_fuse_takes_tile(128, 401, 100));
     assert_false(pc_gpu_fuse_takes_tile(128, 499, 100));
     assert_true(pc_gpu_fuse_takes_tile(128, 500, 100));
-    /* K <= 112 goes to the warp kernel's rows of 96 or 112: no tile window */
+    /* never at 64 < K <= 112 (the warp kernel's rows of 80-112) nor above 128; at 112 < K <
+     * 128, which fuse runs as 128, as at 128 */
     assert_false(pc_gpu_fuse_takes_tile(96, 400, 132));
     assert_false(pc_gpu_fuse_takes_tile(112, 400, 132));
     assert_true(pc_gpu_fuse_takes_tile(116, 400, 132));
-    const int64_t tile_from[] = {396, 792}, tile_to[] = {528, 1056};
     for (int32_t K = 65; K <= 300; K += K == 120 ? 8 : 5) /* 65, 70, ..., 120, 128, 133, ... */
         for (int64_t n = 1; n <= 20000; n += n < 9000 ? 1 : 37) {
-            const int want = K == 128 ? n <= 8448 && n > 132 && !(n > 528 && n < 660)
-                                      : K > 112 && K < 128 &&
-                                            ((n >= tile_from[0] && n <= tile_to[0]) ||
-                                             (n >= tile_from[1] && n <= tile_to[1]));
+            const int want = K > 112 && K <= 128 && n <= 8448 && n > 132 && !(n > 528 && n < 660);
             if (pc_gpu_fuse_takes_tile(K, n, 132) != want)
                 fail_msg("K = %d, n = %lld: takes tile %d, want %d", K, (long long)n,
                          pc_gpu_fuse_takes_tile(K, n, 132), want);

@@ -524,13 +524,13 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
 /* fuse's own choice, per forward pass of n samples:
  *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 where the tile strategy would put
  *     more than 8 samples in a block at K <= 32, more than 4 at 32 < K <= 64; at K = 128 from
- *     8 samples per SM, at 112 < K < 128 from 6, at 96 < K <= 112 (rows of 112) from 2.5,
+ *     8 samples per SM, at 96 < K <= 112 (rows of 112) from 2.5,
  *     at 80 < K <= 96 (rows of 96) from 1.5, at 64 < K <= 80 (rows of 80) at every batch
  *     (pc_gpu_fuse_takes_warp): enough warp items to fill the GPU, each without a barrier;
  *   - else the tile strategy (no waits between blocks) up to K = 64, at K = 128 up to two
  *     waves of 32-sample blocks but not where its blocks leave most SMs idle (n <= SMs,
- *     4 SMs < n < 5 SMs), and at 112 < K < 128 only at 4 or 8 samples per block with at least
- *     3/4 of the SMs busy (pc_gpu_fuse_takes_tile);
+ *     4 SMs < n < 5 SMs), never at 64 < K <= 112 (pc_gpu_fuse_takes_tile; fuse runs 32 < K <
+ *     64 as 64 and 112 < K < 128 as 128, pc_gpu_fuse_states);
  *   - else the persistent kernel.
  * Measured on the H200 (MNIST tree), ms per forward pass at batch 1024 / 2048 / 3072 / 4096
  * (results file 104; the tile strategy's samples per block T = 8 / 16 / 32 / 32):

@@ -641,7 +641,7 @@ static __global__ void __launch_bounds__(WARP_BLOCK, BLOCKS)
         const int t = (item % gangs) * W + warp;
         if (warp_smem_w<KP>() || t < a.tiles)
             warp_chain<KP, KX>(a, __ldg(a.chain_queue + item / gangs), t, lane, t < a.tiles, ws,
-                               carry, srow);
+                              carry, srow);
         if (threadIdx.x == 0) s_item[it] = next;
         __syncthreads();
         item = s_item[it];
@@ -655,23 +655,18 @@ typedef void (*warp_fn)(pc_gpu_args, int);
  * faster than the persistent one, results file 147; rows of 96 at 64 < K <= 96 1.66-1.71x
  * faster than rows of 128 at batches 1,024-8,192, file 162; rows of 80 at K <= 80 1.22-1.37x
  * faster than rows of 96, rows of 112 at 96 < K <= 112 1.34-1.39x faster than rows of 128,
- * file 164); at K = 64 its KX form (no column checks,
- * constant row strides: batches 2,048-4,096 1.02-1.03x, results file 104); not at K = 16,
- * where that form's loads spill 200 bytes (0.70-0.80x), nor at 32 (0.97-1.03x). Blocks per
- * SM as in warp_kernel's notes; at KP = 96 `three` picks the form with 3 blocks (168
- * registers, 48 bytes of spills) instead of 2 (254, none): 1.03-1.06x faster at 3,072
- * samples, 1.06-1.13x at 3,584-8,192, 1.10-1.29x slower at 1,024-2,048, split at 2,560
- * (files 162-163); likewise at KP = 80 (3 blocks at every batch: 1.05-1.06x at 2,048,
- * 0.97-0.98x at 1,024, level from 4,096; file 164). */
-#ifndef WARP_80_BLOCKS
-#define WARP_80_BLOCKS 2
-#endif
+ * file 164); at K = 64 its KX form (no column checks, constant row strides: batches
+ * 2,048-4,096 1.02-1.03x, results file 104); not at K = 16, where that form's loads spill 200
+ * bytes (0.70-0.80x), nor at 32 (0.97-1.03x). Blocks per SM as in warp_kernel's notes; at
+ * KP = 80 and 96 `three` picks the form with 3 blocks (168 registers, 8 and 48 bytes of
+ * spills) instead of 2 (250 and 254, none): at KP = 96 1.03-1.06x faster at 3,072 samples,
+ * 1.06-1.13x at 3,584-8,192, 1.10-1.29x slower at 1,024-2,048, split at 2,560 (files
+ * 162-163); at KP = 80 1.05-1.06x at 2,048, 0.97-0.98x at 1,024, level from 4,096 (file 164). */
 template <int KP> static warp_fn warp_pick_kp(int K, bool three) {
     if constexpr (KP == 64)
         if (K == KP) return warp_kernel<KP, true, 3>;
     if constexpr (KP == 80 || KP == 96)
-        return three ? warp_kernel<KP, false, 3>
-                     : warp_kernel<KP, false, KP == 80 ? WARP_80_BLOCKS : 2>;
+        return three ? warp_kernel<KP, false, 3> : warp_kernel<KP, false, 2>;
     else
         return warp_kernel<KP, false, KP >= 112 ? 2 : KP == 64 ? 3 : 5>;
 }
@@ -687,13 +682,13 @@ static warp_fn warp_pick(int K, bool three) {
 }
 
 /* Whether a pass of n samples takes the 3-block form at 64 < K <= 96: from
- * WARP_96_THREE_PER_SM samples per SM (2,640 on 132 SMs), where the gangs fill the resident
+ * WARP_THREE_PER_SM samples per SM (2,640 on 132 SMs), where the gangs fill the resident
  * blocks many times over and more warps per SM cover more of each other's waits. */
-#ifndef WARP_96_THREE_PER_SM
-#define WARP_96_THREE_PER_SM 20
+#ifndef WARP_THREE_PER_SM
+#define WARP_THREE_PER_SM 20
 #endif
 static bool warp_three(int K, int64_t n, int sms) {
-    return K > 64 && K <= 96 && n > (int64_t)WARP_96_THREE_PER_SM * sms;
+    return K > 64 && K <= 96 && n > (int64_t)WARP_THREE_PER_SM * sms;
 }
 
 static size_t warp_smem(int K) {

@@ -369,14 +369,12 @@ int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms) {
     if (K <= 80) return 1;
     if (K <= 96) return 2 * n > 3 * (int64_t)sms;
     if (K <= 112) return 2 * n > 5 * (int64_t)sms;
-    return n > (K == 128 ? 8 : 6) * (int64_t)sms;
+    return n > 8 * (int64_t)sms;
 }
 
 int pc_gpu_fuse_takes_tile(int32_t K, int64_t n, int32_t sms) {
     if (K <= 64) return 1;
-    if (K == 128)
-        return n <= 2 * (int64_t)PC_GPU_TILE_MAX_T * sms && n > sms &&
-               !(n > 4 * (int64_t)sms && n < 5 * (int64_t)sms);
-    const int32_t T = pc_gpu_tile_samples(n, sms);
-    return K > 112 && K < 128 && T <= 8 && 4 * n >= 3 * (int64_t)T * sms;
+    if (K <= 112 || K > 128) return 0;
+    return n <= 2 * (int64_t)PC_GPU_TILE_MAX_T * sms && n > sms &&
+           !(n > 4 * (int64_t)sms && n < 5 * (int64_t)sms);
 }

@@ -106,16 +106,14 @@ int32_t pc_gpu_fuse_states(int32_t K);
 int pc_gpu_fuse_warp_k(int32_t K);
 
 /* fuse's choice of its warp strategy at such a K: warp (1) at K <= 64 once a tile block would
- * hold more than 8 samples (K <= 32) or 4 (32 < K <= 64); at K = 128 once it would hold more
- * than 8 (n > 8 sms); at 112 < K < 128 from n > 6 sms, where it overtakes the persistent
- * kernel (K = 66-70 with rows of 128: 1.01-1.30x faster at 1,024-4,096 samples, 0.95-1.03x at
- * 8,192; slower at 768, results file 155); at 64 < K <= 80, rows of 80, at every n (K = 72
- * and 80: 1.02-1.03x the persistent kernel at 16 samples, 1.05-1.07x at 64, 1.13-1.14x at
- * 100-132, 1.18-1.20x at 200, file 167; tile 1.7x slower there, file 163); at 80 < K <= 96,
- * rows of 96, from n > 3 sms / 2 (K = 96: 0.87 and 0.93x the persistent kernel at 16 and 64
- * samples, 1.00x at 132, 1.05x at 200, file 163); at 96 < K <= 112, rows of 112, from
- * n > 5 sms / 2 (K = 100 and 112: 0.95 and 0.96x at 264, 1.04x at 396, file 164).
- * A tile block's time grows with its samples, so the tile strategy's
+ * hold more than 8 samples (K <= 32) or 4 (32 < K <= 64); at 112 < K <= 128 (which fuse runs
+ * as 128, pc_gpu_fuse_states) once it would hold more than 8 (n > 8 sms); at 64 < K <= 80,
+ * rows of 80, at every n (K = 72 and 80: 1.02-1.03x the persistent kernel at 16 samples,
+ * 1.05-1.07x at 64, 1.13-1.14x at 100-132, 1.18-1.20x at 200, file 167; tile 1.7x slower
+ * there, file 163); at 80 < K <= 96, rows of 96, from n > 3 sms / 2 (K = 96: 0.87 and 0.93x
+ * the persistent kernel at 16 and 64 samples, 1.00x at 132, 1.05x at 200, file 163); at
+ * 96 < K <= 112, rows of 112, from n > 5 sms / 2 (K = 100 and 112: 0.95 and 0.96x at 264,
+ * 1.04x at 396, file 164). A tile block's time grows with its samples, so the tile strategy's
  * time is a staircase in n while the warp strategy's grows smoothly (the measurements are in
  * cuda_fuse.cu). */
 int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms);
@@ -126,14 +124,12 @@ int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms);
  * but not where its few blocks leave most SMs idle: n <= sms (blocks of 4 samples on at most
  * a quarter of the SMs; at 64 samples 0.51 against the persistent kernel's 0.44 ms) and
  * 4 sms < n < 5 sms (blocks of 8 on under 5/8 of them; at 529 0.95 against 0.82, level at
- * 660, results file 155); at 112 < K < 128, whose padded rows the tile kernel multiplies in
- * full while the persistent kernel's work shrinks with K squared, only where a tile block
- * holds at most 8 samples and the blocks fill at least 3/4 of the SMs (K = 96: tile won with
- * 97 % of the SMs busy, was level at 73 % with 4 samples per block, lost at 73 % with 8 and at
- * 16 or more samples per block; at K = 72 and 80 the persistent kernel won by 5-10 % there
- * too, results file 149; since the warp kernel's rows of 96 and 112, warp runs K <= 112
- * there: at K = 96 1.37x faster than tile at 396 samples, file 163, at K = 100 and 112
- * 1.07-1.12x at 396-528, file 164; the measurements are in cuda_fuse.cu). */
+ * 660, results file 155); likewise at 112 < K < 128, which fuse runs as 128
+ * (pc_gpu_fuse_states); never above 128 (the tile kernel's limit) nor at 64 < K <= 112,
+ * where the tile kernel multiplies rows padded
+ * to 128 and the warp strategy has rows of 80, 96 or 112 (at K = 96 1.37x faster than tile at
+ * 396 samples, file 163, at K = 100 and 112 1.07-1.12x at 396-528, file 164; the
+ * measurements are in cuda_fuse.cu). */
 int pc_gpu_fuse_takes_tile(int32_t K, int64_t n, int32_t sms);
 
 /* The most variables of a group above a chain's bottom: the warp strategy multiplies such a
