@@ -522,9 +522,13 @@ static int tile_jw(int K, int tw) {
  * of the slice). */
 static int tile_parts(int K, int tw) { return tile_parts_of(tw * tile_jw(K, tw) / 32); }
 
-/* The kernel of shape (TW, JW, NJ) for K: its KX form where K fills the padded row. */
+/* The kernel of shape (TW, JW, NJ) for K: its KX form where K fills the padded row, the only
+ * form for rows of 64 (fuse runs 32 < K < 64 as 64, pc_gpu_fuse_states). */
 template <int TW, int JW, int NJ> static tile_fn tile_fn_for(int K) {
-    return K == JW * NJ ? tile_kernel<TW, JW, NJ, true> : tile_kernel<TW, JW, NJ, false>;
+    if constexpr (JW * NJ == 64)
+        return tile_kernel<TW, JW, NJ, true>;
+    else
+        return K == JW * NJ ? tile_kernel<TW, JW, NJ, true> : tile_kernel<TW, JW, NJ, false>;
 }
 
 static tile_fn tile_pick(int K, int tw) {
@@ -556,6 +560,9 @@ extern "C" pc_status pc_gpu_fuse_tile_prepare(pc_gpu_state *s) {
     pc_status st = PC_OK;
     int max_smem = 0;
     const size_t smem = tile_smem_max(s->circuit);
+    if (pc_gpu_fuse_states(s->K) != s->K)
+        return pc_fail(PC_ERR_INTERNAL, "fuse tile strategy: K = %d is not padded "
+                       "(pc_gpu_fuse_states)", s->K);
     if (!pc_gpu_fuse_tile_fits(s->circuit))
         return pc_fail(PC_ERR_UNSUPPORTED,
                        "fuse tile strategy: takes K <= %d and %d KiB of shared memory per block; "
