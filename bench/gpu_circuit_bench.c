@@ -23,7 +23,7 @@
 #include "pc/hclt.h"
 #include "pc/learn.h"
 
-#define MAX_LIST 16
+#define MAX_LIST 64
 
 static const pc_backend backends[] = {PC_BACKEND_FUSE, PC_BACKEND_INT, PC_BACKEND_GEMM};
 
@@ -42,15 +42,22 @@ static double now_s(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* A comma-separated list of positive integers into out[MAX_LIST]; -1 (with a message) for
+ * anything else or more than MAX_LIST entries, which are never dropped silently. */
 static int parse_list(const char *s, int *out) {
     int n = 0;
-    while (*s && n < MAX_LIST) {
-        out[n++] = atoi(s);
-        const char *c = strchr(s, ',');
-        if (!c) break;
-        s = c + 1;
+    for (;;) {
+        char *end = NULL;
+        const long v = strtol(s, &end, 10);
+        if (end == s || v < 1 || v > 1 << 24 || (*end && *end != ',') || n == MAX_LIST) {
+            fprintf(stderr, "gpu_circuit_bench: bad list '%s': at most %d positive integers, "
+                            "comma-separated\n", s, MAX_LIST);
+            return -1;
+        }
+        out[n++] = (int)v;
+        if (!*end) return n;
+        s = end + 1;
     }
-    return n;
 }
 
 static void die(const char *what) {
@@ -225,9 +232,11 @@ int main(int argc, char **argv) {
     int reps = 30, acc_k = 64, copies = 10, em_steps = 4;
     const char *model_path = "models/mnist.h5", *out = NULL, *only = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--ks") && i + 1 < argc) nk = parse_list(argv[++i], ks);
-        else if (!strcmp(argv[i], "--batches") && i + 1 < argc) nb = parse_list(argv[++i], batches);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        if (!strcmp(argv[i], "--ks") && i + 1 < argc) {
+            if ((nk = parse_list(argv[++i], ks)) < 0) return 2;
+        } else if (!strcmp(argv[i], "--batches") && i + 1 < argc) {
+            if ((nb = parse_list(argv[++i], batches)) < 0) return 2;
+        } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) model_path = argv[++i];
         else if (!strcmp(argv[i], "--acc-k") && i + 1 < argc) acc_k = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--stream-copies") && i + 1 < argc) copies = atoi(argv[++i]);
