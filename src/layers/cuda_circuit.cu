@@ -256,10 +256,9 @@ pc_status pc_gpu_create(const pc_gpu_impl *impl, const pc_circuit *circuit,
     s->impl = impl, s->circuit = circuit;
     /* fuse runs the same circuit with zero-probability states up to pc_gpu_fuse_states(K)
      * (a multiple of 4 for its 16-byte loads; the tile kernel's row where that is faster):
-     * the same log p(x). */
-    if (impl->backend == PC_BACKEND_FUSE &&
-        pc_gpu_fuse_states(circuit->num_latents) != circuit->num_latents) {
-        const int32_t KF = pc_gpu_fuse_states(circuit->num_latents);
+     * the same log p(x). Every fuse strategy is created here, so its kernels may rely on it. */
+    const int32_t KF = pc_gpu_fuse_states(circuit->num_latents);
+    if (impl->backend == PC_BACKEND_FUSE && KF != circuit->num_latents) {
         /* The copy takes host memory for every parameter: a model whose input table alone
          * exceeds the GPU's memory fails first, as it would unpadded (choose_chunk). */
         const double in_bytes = 4.0 * circuit->num_vars * (circuit->num_cats + 1.0) * KF;

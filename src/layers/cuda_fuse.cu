@@ -449,9 +449,6 @@ static pc_status fuse_configure(pc_gpu_state *s) {
     pc_status st = PC_OK;
     int max_smem = 0, per_sm = 0;
     const fuse_config c[2] = {fuse_pick(s->K, false), fuse_pick(s->K, true)};
-    if (pc_gpu_fuse_states(s->K) != s->K)
-        return pc_fail(PC_ERR_INTERNAL, "backend 'fuse': K = %d is not padded (pc_gpu_fuse_states)",
-                       s->K);
     /* The counters run over FUSE_FINE samples; bn is the wide items' output tile. */
     s->bm = FUSE_FINE, s->bn = c[0].bn_a;
     s->smem = c[0].smem > c[1].smem ? c[0].smem : c[1].smem;

@@ -560,9 +560,6 @@ extern "C" pc_status pc_gpu_fuse_tile_prepare(pc_gpu_state *s) {
     pc_status st = PC_OK;
     int max_smem = 0;
     const size_t smem = tile_smem_max(s->circuit);
-    if (pc_gpu_fuse_states(s->K) != s->K)
-        return pc_fail(PC_ERR_INTERNAL, "fuse tile strategy: K = %d is not padded "
-                       "(pc_gpu_fuse_states)", s->K);
     if (!pc_gpu_fuse_tile_fits(s->circuit))
         return pc_fail(PC_ERR_UNSUPPORTED,
                        "fuse tile strategy: takes K <= %d and %d KiB of shared memory per block; "

@@ -716,9 +716,6 @@ extern "C" pc_status pc_gpu_fuse_warp_prepare(pc_gpu_state *s) {
     if (s->K > PC_GPU_WARP_MAX_K)
         return pc_fail(PC_ERR_UNSUPPORTED, "fuse warp strategy: takes K <= %d, not K = %d",
                        PC_GPU_WARP_MAX_K, s->K);
-    if (pc_gpu_fuse_states(s->K) != s->K)
-        return pc_fail(PC_ERR_INTERNAL, "fuse warp strategy: K = %d is not padded "
-                       "(pc_gpu_fuse_states)", s->K);
     if (!pc_gpu_fuse_warp_takes(s))
         return pc_fail(PC_ERR_UNSUPPORTED,
                        "fuse warp strategy: %d variables of %d values make more input rows "
