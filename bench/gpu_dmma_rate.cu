@@ -11,7 +11,8 @@
  * And the warp strategy's product loop at K = 128 alone (product_loop): the cycles a warp
  * takes per mma with one or two warps per scheduler, NP accumulator chains, and exp(w) read
  * from shared memory as FP32 and converted per use (as the kernel does), as codes that two
- * shifts turn into FP64, or as FP64.
+ * shifts turn into FP64, or as FP64; and the same product for 8-sample items (product_loop8,
+ * transposed: exp(w) the A operand) with one to four warps per scheduler.
  *
  * Fragment layout checked (lane = 4 g + t; row.col; k slots j = 0 .. K/4 - 1):
  *   A (M x K):  element 2 j + h (M = 16) or j (M = 8) at row g + 8 h, column t + 4 j
@@ -225,6 +226,71 @@ static __global__ void __launch_bounds__(128, 2)
     if (s == 12345.0) out[threadIdx.x] = s;
 }
 
+/* The same product in the 8-sample form: out^T = exp(w) ed^T, exp(w) the mma's A operand (16
+ * outputs x 16 k: rows 16 m + g and + 8, 4 k slots each per lane) and the 8 samples' ed its B
+ * (ed[32] in FP64 registers, sample g: 64 registers where the 16-sample form holds 128), so
+ * that three warps fit a scheduler. 8 passes of NP chains of 8 mma per group. exp(w) from
+ * shared memory as FP32 converted per use (8 conversions per mma where the 16-sample form has
+ * 4: the A operand is twice the B's) or as FP64 (4 16-byte loads per mma, no conversion);
+ * both swizzled as the kernel's rows of 128 so that a quarter-warp's words fall in 8 bank
+ * groups. One block of 4 WPS warps per SM: WPS warps per scheduler. */
+template <int NP, bool F64, int WPS>
+static __global__ void __launch_bounds__(128 * WPS, 1)
+    product_loop8(double *out, long long *cycles, int groups, double x) {
+    extern __shared__ __align__(16) float ws[];
+    double *wd = reinterpret_cast<double *>(ws);
+    /* (row, k) in words: 16-byte units XOR-swizzled by k's quarter and the row's parity. */
+    const auto at = [](int row, int k) {
+        const int sw = (((k >> 5) << 1) | (row & 1)) & 7;
+        return F64 ? row * 128 + (k ^ (sw << 1)) : row * 128 + (k ^ (sw << 2));
+    };
+    for (int i = threadIdx.x; i < 128 * 128; i += blockDim.x) {
+        const float w = 0.5f + 1e-3f * (i % 97);
+        if (F64) wd[i] = w;
+        else ws[i] = w;
+    }
+    __syncthreads();
+    const int lane = threadIdx.x & 31, g8 = lane >> 2, k0 = (lane & 3) * 32;
+    double ed[32], s = 0.0;
+    for (int i = 0; i < 32; i++) ed[i] = x + lane + i;
+    const long long t0 = clock64();
+    for (int grp = 0; grp < groups; grp++) {
+#pragma unroll 1
+        for (int m0 = 0; m0 < 8; m0 += NP) {
+            double acc[NP][2][2] = {};
+#pragma unroll
+            for (int s4 = 0; s4 < 8; s4++) {
+                double wa[NP][2][4];
+#pragma unroll
+                for (int np = 0; np < NP; np++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int row = 16 * (m0 + np) + g8 + 8 * h, k = k0 + 4 * s4;
+                        if constexpr (F64) {
+                            const double2 a = *reinterpret_cast<const double2 *>(wd + at(row, k));
+                            const double2 b =
+                                *reinterpret_cast<const double2 *>(wd + at(row, k + 2));
+                            wa[np][h][0] = a.x, wa[np][h][1] = a.y;
+                            wa[np][h][2] = b.x, wa[np][h][3] = b.y;
+                        } else {
+                            const float4 w = *reinterpret_cast<const float4 *>(ws + at(row, k));
+                            wa[np][h][0] = pc_gpu_f2d(w.x), wa[np][h][1] = pc_gpu_f2d(w.y);
+                            wa[np][h][2] = pc_gpu_f2d(w.z), wa[np][h][3] = pc_gpu_f2d(w.w);
+                        }
+                    }
+#pragma unroll
+                for (int np = 0; np < NP; np++)
+                    pc_gpu_dmma16<4>(acc[np][0], acc[np][1], wa[np][0], wa[np][1], &ed[4 * s4]);
+            }
+#pragma unroll
+            for (int np = 0; np < NP; np++) s += acc[np][0][0] + acc[np][1][1];
+        }
+    }
+    const long long t1 = clock64();
+    if (lane == 0) cycles[blockIdx.x * 4 * WPS + (threadIdx.x >> 5)] = t1 - t0;
+    if (s == 12345.0) out[threadIdx.x] = s;
+}
+
 template <class F> static double median_ms(F launch) {
     cudaEvent_t a, b;
     CHECK(cudaEventCreate(&a));
@@ -337,6 +403,41 @@ int main() {
     loop_row(product_loop<2, W_CODE>, 2, W_CODE);
     loop_row(product_loop<2, W_F64>, 2, W_F64);
     CHECK(cudaFree(cyc));
+    /* The 8-sample form: one block of 4 WPS warps per SM. */
+    printf("\n| the 8-sample form at K = 128 alone (exp(w) the A operand) | exp(w) in shared "
+           "memory | chains (NP) | warps per scheduler | registers | cycles per mma of a warp | "
+           "per mma and scheduler | TFLOP/s |\n|---|---|---|---|---|---|---|---|\n");
+    long long *cyc8;
+    CHECK(cudaMalloc(&cyc8, sizeof(long long) * sms * 16));
+    const auto loop8_row = [&](auto kernel, int np, bool f64, int wps) {
+        const size_t smem = (f64 ? sizeof(double) : sizeof(float)) * 128 * 128;
+        cudaFuncAttributes fa;
+        CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)smem));
+        CHECK(cudaFuncGetAttributes(&fa, kernel));
+        const int blocks = sms, groups = 64;
+        const double ms =
+            median_ms([&] { kernel<<<blocks, 128 * wps, smem>>>(out, cyc8, groups, 1.0); });
+        std::vector<long long> c((size_t)blocks * 4 * wps);
+        CHECK(cudaMemcpy(c.data(), cyc8, c.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+        double mean = 0.0;
+        for (long long v : c) mean += (double)v / c.size();
+        const double mma = 64.0 * groups; /* per warp */
+        const double flop = 2.0 * 16 * 8 * 16 * mma * blocks * 4 * wps;
+        printf("| | %s | %d | %d | %d (%zu B local) | %.0f | %.0f | %.1f |\n",
+               f64 ? "FP64" : "FP32, converted (F2F)", np, wps, fa.numRegs, fa.localSizeBytes,
+               mean / mma, mean / mma / wps, flop / ms * 1e-9);
+    };
+    loop8_row(product_loop8<2, false, 1>, 2, false, 1);
+    loop8_row(product_loop8<2, false, 2>, 2, false, 2);
+    loop8_row(product_loop8<2, false, 3>, 2, false, 3);
+    loop8_row(product_loop8<2, false, 4>, 2, false, 4);
+    loop8_row(product_loop8<4, false, 3>, 4, false, 3);
+    loop8_row(product_loop8<2, true, 1>, 2, true, 1);
+    loop8_row(product_loop8<2, true, 2>, 2, true, 2);
+    loop8_row(product_loop8<2, true, 3>, 2, true, 3);
+    loop8_row(product_loop8<2, true, 4>, 2, true, 4);
+    CHECK(cudaFree(cyc8));
     CHECK(cudaFree(out));
     return 0;
 }

@@ -520,12 +520,13 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
 
 /* fuse's own choice, per forward pass of n samples:
  *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 where the tile strategy would put
- *     more than 8 samples in a block at K <= 32, more than 4 at 32 < K <= 64; at K = 128 from
- *     8 samples per SM, at 96 < K <= 112 (rows of 112) from 2.5,
+ *     more than 8 samples in a block at K <= 32, more than 4 at 32 < K <= 64 and at K = 128
+ *     (8-sample items; from 4 samples per SM), at 96 < K <= 112 (rows of 112) from 2.5,
  *     at 80 < K <= 96 (rows of 96) from 1.5, at 64 < K <= 80 (rows of 80) at every batch
  *     (pc_gpu_fuse_takes_warp): enough warp items to fill the GPU, each without a barrier;
- *   - else the tile strategy (no waits between blocks) up to K = 64, at K = 128 up to two
- *     waves of 32-sample blocks but not where its blocks leave most SMs idle (n <= SMs,
+ *   - else the tile strategy (no waits between blocks) up to K = 64, at K = 128 with blocks
+ *     of 4 samples (beyond, where the warp strategy cannot take the circuit, up to two waves
+ *     of 32-sample blocks) but not where its blocks leave most SMs idle (n <= SMs,
  *     4 SMs < n < 5 SMs), never at 64 < K <= 112 (pc_gpu_fuse_takes_tile; fuse runs 32 < K <
  *     64 as 64 and 112 < K < 128 as 128, pc_gpu_fuse_states);
  *   - else the persistent kernel.
@@ -601,7 +602,11 @@ static void choose_release(pc_gpu_state *s) {
  * 0.892; at 1,024 0.975 and 1.127), the tile kernel's K = 128 form at 1,057 (tile 0.984 at
  * 1,056, 1.78 at 1,057 with 16 samples per block; warp 1.10-1.11); at K = 72 it is 1.04-1.36x
  * faster than the persistent kernel at 1,024-4,096 and 0.97x at 8,192. So warp from n > 6 sms
- * at 72 <= K < 128 and from n > 8 sms at K = 128. With these rules fuse ran within 1 % of the
+ * at 72 <= K < 128 and from n > 8 sms at K = 128. (Since the warp strategy's 8-sample items
+ * at K = 128, file 171: warp 0.679 / 0.682 / 0.696 / 0.734 / 0.866 ms at 529 / 600 / 660 /
+ * 768 / 1,024 samples against the best of tile and persistent 0.797 / 0.870 / 0.937 / 0.962
+ * / 0.978, and 0.658 against tile's 0.613 at 512: warp from n > 4 sms, where a tile block
+ * would hold more than 4 samples, as at 32 < K <= 64.) With these rules fuse ran within 1 % of the
  * fastest strategy at all 60 points of file 149 but K = 72 at 8,192 (3 %), K = 96 at 768
  * (2 %) and K = 128 at 529 (tile, 17 %; persistent since file 155). At 64 < K < 72, where the
  * padded rows cost most against the persistent kernel's K x K products, warp was still

@@ -1,5 +1,6 @@
 /* `fuse`, the warp strategy (K <= 128): one persistent kernel whose work item is (chain of
- * groups, 16 samples) for one warp, all K outputs, with the product on the FP64 tensor cores.
+ * groups, 16 samples; 8 at K = 128) for one warp, all K outputs, with the product on the FP64
+ * tensor cores.
  *
  * Why one warp per item: the block-wide items of the persistent strategy (cuda_fuse.cu) spend
  * much of their time in barriers and dependent loads between phases, with 24-32 warps per SM.
@@ -46,7 +47,21 @@
  * mma's k slot j of lane t in k-step s stands for k = t KP / 4 + 4 s + j (a permutation of k,
  * the same for A and B, so the sum is unchanged), and every lane loads its inputs and exp(w)
  * as 16-byte words. Outputs come back as (row g or g + 8, columns 2t and 2t + 1 of each 8-wide
- * n-tile). */
+ * n-tile).
+ *
+ * 8-sample items at K = 128 (warp_samples): there a 16-sample item's operands took 128 of a
+ * lane's 255 registers, two warps per scheduler, and each warp's gathers, logs and barriers
+ * hid only behind the other's product (the tensor cores 42 % busy over a pass, results file
+ * 154). With 8 samples a lane holds one sample's 32 operands (64 registers), and two blocks of
+ * six warps (168 registers) put three warps on each scheduler. The product runs transposed,
+ * out^T = exp(w) ed^T: exp(w) is the mma's A operand (16 outputs x 16 k, 8 conversions per
+ * mma against 4), ed its B, and outputs come back as (output 16 m + g or + 8, samples 2t and
+ * 2t + 1). The product loop alone (bench/gpu_dmma_rate.cu, file 169) takes 89 cycles per mma
+ * for one warp on its scheduler (106 with 16 samples), 73 per scheduler with two warps, 82
+ * with three. In the kernel at K = 128 against 16-sample items: 1.22x at 1,024 samples, 1.10x
+ * at 2,048, 1.04x at 4,096 (2.645 -> 2.552 ms), 1.03x at 8,192 (file 170). At K = 96 and 112
+ * they ran 1.13-1.14x faster at 1,024 but 0.86-0.94x at 4,096-8,192, so only rows of 128 take
+ * them. */
 #include "layers/cuda_circuit.cuh"
 
 #include <float.h>
@@ -56,8 +71,27 @@
 
 #include <type_traits>
 
-#define WARP_BLOCK 128 /* threads per block: four warps, one gang */
-#define WARP_ROWS 16   /* samples per item: the mma's M, and the counters' run */
+#define WARP_TILE 16 /* samples per counter (the tiles' run, s->bm) */
+/* Samples per item: 16 (the mma's rows, two per lane: rows g and g + 8), or 8 from rows of
+ * WARP_EIGHT_KP (one per lane row; the product transposed, exp(w) the mma's A operand), whose
+ * operands take half the registers, so that three warps fit a scheduler. Warps per block (the
+ * gang): 4, or 6 with 8-sample items (two blocks per SM). */
+#ifndef WARP_EIGHT_KP
+#define WARP_EIGHT_KP 128
+#endif
+template <int KP> static __host__ __device__ constexpr int warp_samples() {
+    return KP >= WARP_EIGHT_KP ? 8 : 16;
+}
+template <int KP> static __host__ __device__ constexpr int warp_nw() {
+    return warp_samples<KP>() == 8 ? 6 : 4;
+}
+template <int KP> static __host__ __device__ constexpr int warp_threads() {
+    return 32 * warp_nw<KP>();
+}
+/* A lane's rows: samples g and g + 8 (H = 2), or g (H = 1). */
+template <int KP> static __host__ __device__ constexpr int warp_h() {
+    return warp_samples<KP>() / 8;
+}
 #define WARP_STAGE_VARS 32 /* a chain's variables whose input rows an item stages */
 /* Sources whose loads a gather issues together: the bottom's children and variables (at
  * K <= 32; one at K = 64, warp_bottom), a link's variables (32 floats in flight per lane). */
@@ -128,6 +162,17 @@ template <int KP> static __host__ __device__ constexpr int warp_at(int row, int 
     return KP == 128 ? warp_at<KP>(row, k0 + off) : warp_at<KP>(row, k0) + off;
 }
 
+/* Where (row, k) of a warp's carry lies: as warp_at, but with 8-sample items at K = 128 the
+ * 16-byte words of rows 2 r and 2 r + 1 also XOR-swizzled by r, so that the transposed
+ * product's scalar stores (lane 4 g + t: row 2 t or 2 t + 1, column 16 m + g or + 8) fall on
+ * 32 banks while the link's 16-byte reads (rows g and g + 1 of a quarter-warp) keep theirs. */
+template <int KP> static __host__ __device__ constexpr int warp_carry_at(int row, int k) {
+    return warp_at<KP>(row, k) ^ (KP == 128 && warp_samples<KP>() == 8 ? (row >> 1 & 3) << 3 : 0);
+}
+template <int KP> static __host__ __device__ constexpr int warp_carry_at(int row, int k0, int off) {
+    return KP == 128 ? warp_carry_at<KP>(row, k0 + off) : warp_at<KP>(row, k0) + off;
+}
+
 static __host__ __device__ constexpr int warp_gcd(int a, int b) {
     return b == 0 ? a : warp_gcd(b, a % b);
 }
@@ -144,15 +189,16 @@ template <int KP>
 static __device__ __forceinline__ void warp_stage_w(const float *w, float *ws) {
     if constexpr (warp_smem_w<KP>()) {
         constexpr int CPR = KP / 4;                              /* chunks per row */
-        constexpr int R = WARP_BLOCK / warp_gcd(WARP_BLOCK, CPR); /* rows per step */
-        constexpr int CB = R * CPR / WARP_BLOCK;                  /* chunks per thread a step */
+        constexpr int NT = warp_threads<KP>();
+        constexpr int R = NT / warp_gcd(NT, CPR); /* rows per step */
+        constexpr int CB = R * CPR / NT;          /* chunks per thread a step */
         static_assert(R % 2 == 0, "exp(w)'s copy: an even number of rows per step");
         int row0[CB];
         unsigned d[CB];
         const float *s[CB];
 #pragma unroll
         for (int i = 0; i < CB; i++) {
-            const int at = threadIdx.x + i * WARP_BLOCK, c = 4 * (at % CPR);
+            const int at = threadIdx.x + i * NT, c = 4 * (at % CPR);
             row0[i] = at / CPR;
             d[i] = (unsigned)__cvta_generic_to_shared(ws + warp_at<KP>(row0[i], c));
             s[i] = w + (size_t)row0[i] * KP + c;
@@ -179,44 +225,51 @@ template <int KP> static __host__ __device__ constexpr int warp_ws_floats() {
     return warp_smem_w<KP>() ? KP * warp_ld<KP>() : 0;
 }
 template <int KP> static __host__ __device__ constexpr int warp_carry_floats() {
-    return WARP_ROWS * warp_ld<KP>();
+    return warp_samples<KP>() * warp_ld<KP>();
 }
 template <int KP> static __host__ __device__ constexpr int warp_own_floats() {
-    return warp_carry_floats<KP>() + WARP_STAGE_VARS * WARP_ROWS;
+    return warp_carry_floats<KP>() + WARP_STAGE_VARS * warp_samples<KP>();
 }
 template <int KP> static constexpr size_t warp_smem_bytes() {
-    return (warp_ws_floats<KP>() + WARP_BLOCK / 32 * warp_own_floats<KP>()) * sizeof(float);
+    return (warp_ws_floats<KP>() + warp_nw<KP>() * warp_own_floats<KP>()) * sizeof(float);
 }
 
-/* The input rows of a chain's variables for an item's 16 samples, a window of 32 variables
- * at a time in the warp's shared memory. */
+/* The input rows of a chain's variables for an item's samples (S: 16 or 8), a window of 32
+ * variables at a time in the warp's shared memory. */
 struct warp_rows {
-    int *srow;  /* [WARP_STAGE_VARS][16]: variable w0 + i, sample s at [i][s] */
+    int *srow;  /* [WARP_STAGE_VARS][S]: variable w0 + i, sample s at [i][s] */
     int vb, nv; /* the chain's variables: chain_vars[vb .. vb + nv) */
     int nb;     /* the bottom's: the first nb of them */
     int b0;     /* the item's first sample */
     int w0;     /* the window: variables w0 .. w0 + WARP_STAGE_VARS - 1 */
 };
 
+/* The sample that an item's rows past n read: b0 (16-sample items start below n), or for
+ * 8-sample items, whose second half of a tile may lie past n, the last. */
+template <int S> static __device__ __forceinline__ int warp_fallback(int b0, int n) {
+    return S == 16 || b0 < n ? b0 : n - 1;
+}
+
 /* Stages the window at r.w0: srow[i][s] = v (C + 1) + x[b0 + s][v] for variable v = w0 + i
- * (C where missing; samples past n read b0's), lane i for variable w0 + i. One round of loads
+ * (C where missing; samples past n read warp_fallback's), lane i for variable w0 + i. One round of loads
  * (variable, pixels) per 32 variables, where walking the groups' variables took three
  * dependent loads (variable, pixel, row) per variable, on the tree's critical path (the MNIST
  * tree's largest group has 101 variables: the image's border, constant pixels). */
+template <int S>
 static __device__ __forceinline__ void warp_stage(const int32_t *vars, const uint8_t *x,
                                                   const uint8_t *missing, int n, int V, int C,
                                                   int i, int nv, int b0, int *srow) {
     if (i < nv) {
         const int v = __ldg(vars + i), base = v * (C + 1);
-        int row[WARP_ROWS];
+        int row[S];
 #pragma unroll
-        for (int s = 0; s < WARP_ROWS; s++) {
-            const size_t at = (size_t)(b0 + s < n ? b0 + s : b0) * V + v;
+        for (int s = 0; s < S; s++) {
+            const size_t at = (size_t)(b0 + s < n ? b0 + s : warp_fallback<S>(b0, n)) * V + v;
             row[s] = base + (missing && __ldg(missing + at) ? C : __ldg(x + at));
         }
         int4 *d = reinterpret_cast<int4 *>(srow);
 #pragma unroll
-        for (int q = 0; q < WARP_ROWS / 4; q++)
+        for (int q = 0; q < S / 4; q++)
             d[q] = make_int4(row[4 * q], row[4 * q + 1], row[4 * q + 2], row[4 * q + 3]);
     }
     __syncwarp();
@@ -226,11 +279,12 @@ template <int KP>
 static __device__ __forceinline__ void warp_stage_rows(const pc_gpu_args &a, const warp_rows &r,
                                                        int lane) {
     const int i = lane < WARP_STAGE_VARS ? r.w0 + lane : r.nv;
-    int *srow = r.srow + lane * WARP_ROWS;
+    int *srow = r.srow + lane * warp_samples<KP>();
     /* Inlined at every K: at K = 64 a call kept the item's registers from spilling before
      * the chain bottom's gather took both rows together (1.286 against 1.183 ms at batch 4096
      * then); since, inlined spills 12 bytes against 24 as a call (file 140). */
-    warp_stage(a.chain_vars + r.vb, a.x, a.missing, a.n, a.V, a.C, i, r.nv, r.b0, srow);
+    warp_stage<warp_samples<KP>()>(a.chain_vars + r.vb, a.x, a.missing, a.n, a.V, a.C, i, r.nv,
+                                   r.b0, srow);
 }
 
 /* Moves the window so that it holds variables i .. min(i + u, e) - 1, if it does not
@@ -250,8 +304,9 @@ static_assert((PC_GPU_CHAIN_MAX - 1) * PC_GPU_CHAIN_LINK_VARS <= WARP_STAGE_VARS
               "a chain's links take more variables than a window holds");
 
 /* The staged input row of variable i (in the window) for the item's sample s. */
+template <int KP>
 static __device__ __forceinline__ size_t warp_row(const warp_rows &r, int i, int s) {
-    return (size_t)r.srow[(i - r.w0) * WARP_ROWS + s];
+    return (size_t)r.srow[(i - r.w0) * warp_samples<KP>() + s];
 }
 
 /* The chain's bottom, in the log domain: p[row][k] = the sum of its inputs (the chain's first
@@ -266,35 +321,39 @@ static __device__ __forceinline__ size_t warp_row(const warp_rows &r, int i, int
  * K = 64 at batches 1,152-8,192 1.08-1.20x slower, results file 136.) */
 template <int KP, bool KX>
 static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const pc_gpu_group &g,
-                                                   int t, warp_rows &wr, const int (&rr)[2],
-                                                   const bool (&ok)[2], int g8, int k0,
-                                                   int lane, bool active,
-                                                   double (&ed)[2][KP / 4], double (&o)[2]) {
-    constexpr int NQ = KP / 16, U = KP <= 32 ? WARP_BOTTOM_U : 1;
+                                                   int t, warp_rows &wr,
+                                                   const int (&rr)[warp_h<KP>()],
+                                                   const bool (&ok)[warp_h<KP>()], int g8,
+                                                   int k0, int lane, bool active,
+                                                   double (&ed)[warp_h<KP>()][KP / 4],
+                                                   double (&o)[warp_h<KP>()]) {
+    constexpr int NQ = KP / 16, U = KP <= 32 ? WARP_BOTTOM_U : 1, H = warp_h<KP>();
     const int K = KX ? KP : a.K, nc = active ? g.child_end - g.child_begin : 0;
     const int nb = active ? wr.nb : 0; /* the bottom's variables: 0 .. nb - 1 */
     /* A long run of variables (MNIST's group of 101): its last nwide, UWB at a time, 32 floats
      * in flight per lane (K = 16: 4 variables against U = 2); the rest U at a time. */
-    constexpr int UWB = 32 / (2 * NQ * 4) > U ? 32 / (2 * NQ * 4) : U;
+    constexpr int UWB = 32 / (H * NQ * 4) > U ? 32 / (H * NQ * 4) : U;
     const int nwide = UWB > U && nb >= 2 * UWB ? nb / UWB * UWB : 0;
-    double p[2][NQ][4], oh[2] = {0.0, 0.0};
+    double p[H][NQ][4], oh[H];
 #pragma unroll
-    for (int h = 0; h < 2; h++)
+    for (int h = 0; h < H; h++) {
+        oh[h] = 0.0;
 #pragma unroll
         for (int q = 0; q < NQ; q++)
 #pragma unroll
             for (int i = 0; i < 4; i++) p[h][q][i] = 0.0;
+    }
     /* Variables i0 .. i0 + N - 1 (those below i_end), their loads together. */
     const auto add_vars = [&](auto unroll, int i0, int i_end) {
         constexpr int N = decltype(unroll)::value;
-        float v[N][2][NQ][4];
+        float v[N][H][NQ][4];
         warp_window<KP>(a, wr, i0, N, i_end, lane);
 #pragma unroll
         for (int u = 0; u < N; u++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
+            for (int h = 0; h < H; h++) {
                 const bool here = i0 + u < i_end;
-                const size_t row = here ? warp_row(wr, i0 + u, g8 + 8 * h) : 0;
+                const size_t row = here ? warp_row<KP>(wr, i0 + u, g8 + 8 * h) : 0;
 #pragma unroll
                 for (int q = 0; q < NQ; q++) {
                     if (here)
@@ -307,7 +366,7 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
 #pragma unroll
         for (int u = 0; u < N; u++)
 #pragma unroll
-            for (int h = 0; h < 2; h++)
+            for (int h = 0; h < H; h++)
 #pragma unroll
                 for (int q = 0; q < NQ; q++)
 #pragma unroll
@@ -321,14 +380,14 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
         add_vars(std::integral_constant<int, U>(), i0, nb - nwide);
     if (active) warp_wait(a, g, t, lane);
     for (int c0 = 0; c0 < nc; c0 += U) {
-        float v[U][2][NQ][4];
-        double od[U][2];
+        float v[U][H][NQ][4];
+        double od[U][H];
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const bool here = c0 + u < nc;
             const size_t slot = here ? (size_t)__ldg(a.chain_child + g.child_begin + c0 + u) : 0;
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
+            for (int h = 0; h < H; h++) {
                 const size_t at = slot * a.chunk + rr[h];
 #pragma unroll
                 for (int q = 0; q < NQ; q++) {
@@ -344,7 +403,7 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
 #pragma unroll
         for (int u = 0; u < U; u++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
+            for (int h = 0; h < H; h++) {
                 oh[h] += od[u][h];
 #pragma unroll
                 for (int q = 0; q < NQ; q++)
@@ -353,7 +412,7 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
             }
     }
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
+    for (int h = 0; h < H; h++) {
         float e[NQ][4], x = -INFINITY;
 #pragma unroll
         for (int q = 0; q < NQ; q++)
@@ -384,30 +443,32 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
 template <int KP>
 static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const warp_rows &wr,
                                                  int vi0, int vi1, int g8, int k0, bool active,
-                                                 const float *carry, double (&ed)[2][KP / 4],
-                                                 double (&o)[2]) {
-    constexpr int NQ = KP / 16, U = WARP_LINK_U;
+                                                 const float *carry,
+                                                 double (&ed)[warp_h<KP>()][KP / 4],
+                                                 double (&o)[warp_h<KP>()]) {
+    constexpr int NQ = KP / 16, U = WARP_LINK_U, H = warp_h<KP>();
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
+    for (int h = 0; h < H; h++) {
 #pragma unroll
         for (int q = 0; q < NQ; q++) {
             float4 c = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             if (active)
-                c = *reinterpret_cast<const float4 *>(carry + warp_at<KP>(g8 + 8 * h, k0, 4 * q));
+                c = *reinterpret_cast<const float4 *>(carry +
+                                                     warp_carry_at<KP>(g8 + 8 * h, k0, 4 * q));
             ed[h][4 * q] = pc_gpu_f2d(c.x), ed[h][4 * q + 1] = pc_gpu_f2d(c.y);
             ed[h][4 * q + 2] = pc_gpu_f2d(c.z), ed[h][4 * q + 3] = pc_gpu_f2d(c.w);
         }
     }
     const int nv = active ? vi1 - vi0 : 0;
     for (int s0 = 0; s0 < nv; s0 += U) {
-        float4 l[U][2][NQ];
-        double mx[U][2];
+        float4 l[U][H][NQ];
+        double mx[U][H];
 #pragma unroll
         for (int u = 0; u < U; u++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
+            for (int h = 0; h < H; h++) {
                 if (s0 + u < nv) {
-                    const size_t row = warp_row(wr, vi0 + s0 + u, g8 + 8 * h);
+                    const size_t row = warp_row<KP>(wr, vi0 + s0 + u, g8 + 8 * h);
                     const float4 *lin = reinterpret_cast<const float4 *>(a.in_lin + row * KP + k0);
 #pragma unroll
                     for (int q = 0; q < NQ; q++) l[u][h][q] = __ldg(lin + q);
@@ -421,7 +482,7 @@ static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const war
 #pragma unroll
         for (int u = 0; u < U; u++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
+            for (int h = 0; h < H; h++) {
                 o[h] += mx[u][h];
 #pragma unroll
                 for (int q = 0; q < NQ; q++) {
@@ -433,7 +494,7 @@ static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const war
             }
     }
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
+    for (int h = 0; h < H; h++) {
         /* The row's largest exponent: p >= 0, so the high words order as the values. */
         int hi = 0;
 #pragma unroll
@@ -459,11 +520,13 @@ template <int KP> static __device__ __forceinline__ float warp_top_log(double y)
         return pc_gpu_log_nonneg(pc_gpu_d2f(y));
 }
 
-/* One item: chain c, samples 16 t .. 16 t + 15, all K outputs of each group, by one warp.
- * Every warp of the block calls it for the gang when exp(w) goes through shared memory (the
- * copies and their barriers are the block's); `active` is false for a warp whose tile lies
- * past the batch. `carry` is the warp's [16][warp_ld] buffer in which a group hands its
- * product to the next group of the chain, before the log; `srow` its staged input rows. */
+/* One item: chain c, samples S t .. S t + S - 1 (S = warp_samples: 16 or 8), all K outputs of
+ * each group, by one warp. Every warp of the block calls it for the gang when exp(w) goes
+ * through shared memory (the copies and their barriers are the block's); `active` is false
+ * for a warp whose tile lies past the batch. `carry` is the warp's [S][warp_ld] buffer in
+ * which a group hands its product to the next group of the chain, before the log; `srow` its
+ * staged input rows. Counters count 16-sample tiles: an 8-sample item adds K / 2 to its
+ * tile's (K is a multiple of 4: fuse pads its circuit), so a tile is done at K as before. */
 template <int KP, bool KX>
 static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, bool active,
                                   float *ws, float *carry, int *srow) {
@@ -472,14 +535,16 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
      * 8 x 8 x 4 shape four chains against two won 1.01-1.04x at K = 32 and 64; with the
      * 16 x 8 x 16 shape four against two are level, 0.98-1.02x at batches 512-4,096; at
      * K = 128 1.00-1.01x, results file 150). */
-    constexpr int NP = 2;
+    constexpr int NP = 2, S = warp_samples<KP>(), H = warp_h<KP>();
     const int g8 = lane >> 2, t4 = lane & 3, K = KX ? KP : a.K, k0 = t4 * (KP / 4);
     const int cb = __ldg(a.chain_begin + c), ce = __ldg(a.chain_begin + c + 1);
     /* Rows as int (n is an int32): fewer registers for the state kept through a chain. */
-    const int b0 = t * WARP_ROWS;
-    const int r[2] = {b0 + g8, b0 + g8 + 8};
-    const bool ok[2] = {r[0] < a.n, r[1] < a.n};
-    const int rr[2] = {ok[0] ? r[0] : b0, ok[1] ? r[1] : b0}; /* rows past n read b0 */
+    const int b0 = t * S, t16 = t * S / WARP_TILE;
+    int r[H], rr[H]; /* the lane's samples; the rows it reads */
+    bool ok[H];
+#pragma unroll
+    for (int h = 0; h < H; h++)
+        r[h] = b0 + g8 + 8 * h, ok[h] = r[h] < a.n, rr[h] = ok[h] ? r[h] : warp_fallback<S>(b0, a.n);
     warp_rows wr;
     wr.srow = srow, wr.vb = __ldg(a.chain_vb + cb), wr.b0 = b0, wr.w0 = 0;
     wr.nv = __ldg(a.chain_vb + ce) - wr.vb, wr.nb = __ldg(a.chain_vb + cb + 1) - wr.vb;
@@ -487,7 +552,9 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
     const pc_gpu_group g = a.groups[gi]; /* the bottom's children */
     if (warp_smem_w<KP>() && gi != a.G - 1) warp_stage_w<KP>(a.wf + (size_t)gi * KP * KP, ws);
     if (active) warp_stage_rows<KP>(a, wr, lane); /* warp_bottom waits for the children */
-    double o[2] = {0.0, 0.0}; /* the rows' offsets: msg = o + log(ed exp(w)^T) */
+    double o[H]; /* the rows' offsets: msg = o + log(ed exp(w)^T) */
+#pragma unroll
+    for (int h = 0; h < H; h++) o[h] = 0.0;
 
     for (int m = cb, vi0 = 0; m < ce; m++) {
         const bool root = gi == a.G - 1, top = m + 1 == ce;
@@ -505,9 +572,9 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
             }
         }
         /* 1.-3. The product's operand ed (FP64, max 1 or in [1, 2) per row) and o. */
-        double ed[2][KP / 4];
+        double ed[H][KP / 4];
         if (m == cb) {
-            warp_bottom<KP, KX>(a, g, t, wr, rr, ok, g8, k0, lane, active, ed, o);
+            warp_bottom<KP, KX>(a, g, t16, wr, rr, ok, g8, k0, lane, active, ed, o);
             if (active && !top) warp_window<KP>(a, wr, wr.nb, wr.nv - wr.nb, wr.nv, lane);
         } else {
             warp_link<KP>(a, wr, vi0, vi1, g8, k0, active, carry, ed, o);
@@ -517,7 +584,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
 
         if (root) { /* log p(x) = o + log sum_k ed[k] exp(root_logw[k]), in FP64 */
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
+            for (int h = 0; h < H; h++) {
                 double sum = 0.0;
 #pragma unroll
                 for (int i = 0; i < KP / 4; i++) sum += ed[h][i] * __ldg(a.root_wexp + k0 + i);
@@ -534,69 +601,122 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
             asm volatile("cp.async.wait_all;\n" ::: "memory");
             __syncthreads();
         }
-        if (active) {
-            /* 4.-5. Per n-tile of 8 outputs: acc = ed exp(w)^T in FP64 on the tensor cores (the
-             *    lane's exp(w)[8 n + g][k0 .. k0 + KP / 4) as 16-byte words), at (row g or
-             *    g + 8, j = 8 n + 2 t and + 1): to carry as it is, or, at the chain's top, its
-             *    log to the chain's slot with off = o. */
-            float *out[2] = {a.rel + ((size_t)c * a.chunk + r[0]) * K,
-                             a.rel + ((size_t)c * a.chunk + r[1]) * K};
-            /* Unrolled at every K: at K = 64 the loop stayed rolled while the item spilled
-             * (unrolled twice 1.00-1.04x, results file 126); since the item's spills went
-             * (steps 136, 140), fully unrolled it spills none and ran 1.02x (file 142). At
-             * K = 128 rolled or unrolled twice: 0.99-1.01x (file 150). */
+        if constexpr (S == 16) {
+            if (active) {
+                /* 4.-5. Per n-tile of 8 outputs: acc = ed exp(w)^T in FP64 on the tensor cores (the
+                 *    lane's exp(w)[8 n + g][k0 .. k0 + KP / 4) as 16-byte words), at (row g or
+                 *    g + 8, j = 8 n + 2 t and + 1): to carry as it is, or, at the chain's top, its
+                 *    log to the chain's slot with off = o. */
+                float *out[H];
 #pragma unroll
-            for (int n0 = 0; n0 < NT; n0 += NP) {
-                double acc[NP][2][2];
+                for (int h = 0; h < H; h++) out[h] = a.rel + ((size_t)c * a.chunk + r[h]) * K;
+                /* Unrolled at every K: at K = 64 the loop stayed rolled while the item spilled
+                 * (unrolled twice 1.00-1.04x, results file 126); since the item's spills went
+                 * (steps 136, 140), fully unrolled it spills none and ran 1.02x (file 142). At
+                 * K = 128 rolled or unrolled twice: 0.99-1.01x (file 150). */
 #pragma unroll
-                for (int np = 0; np < NP; np++)
+                for (int n0 = 0; n0 < NT; n0 += NP) {
+                    double acc[NP][2][2];
+#pragma unroll
+                    for (int np = 0; np < NP; np++)
+                        acc[np][0][0] = acc[np][0][1] = acc[np][1][0] = acc[np][1][1] = 0.0;
+#pragma unroll
+                    for (int s4 = 0; s4 < KP / 16; s4++) {
+                        double wv[NP][4];
+#pragma unroll
+                        for (int np = 0; np < NP; np++) {
+                            float4 w;
+                            if constexpr (warp_smem_w<KP>())
+                                w = *reinterpret_cast<const float4 *>(
+                                    ws + warp_at<KP>(8 * (n0 + np) + g8, k0, 4 * s4));
+                            else
+                                w = wreg[n0 + np][s4];
+                            wv[np][0] = pc_gpu_f2d(w.x), wv[np][1] = pc_gpu_f2d(w.y);
+                            wv[np][2] = pc_gpu_f2d(w.z), wv[np][3] = pc_gpu_f2d(w.w);
+                        }
+#pragma unroll
+                        for (int np = 0; np < NP; np++)
+                            pc_gpu_dmma16<4>(acc[np][0], acc[np][1], &ed[0][4 * s4],
+                                             &ed[H - 1][4 * s4], wv[np]);
+                    }
+#pragma unroll
+                    for (int np = 0; np < NP; np++) {
+                        const int j = 8 * (n0 + np) + 2 * t4;
+#pragma unroll
+                        for (int h = 0; h < H; h++) {
+                            if (!top) {
+                                *reinterpret_cast<float2 *>(carry + warp_carry_at<KP>(g8 + 8 * h, j)) =
+                                    make_float2(pc_gpu_d2f(acc[np][h][0]), pc_gpu_d2f(acc[np][h][1]));
+                                continue;
+                            }
+                            const float v0 = warp_top_log<KP>(acc[np][h][0]);
+                            const float v1 = warp_top_log<KP>(acc[np][h][1]);
+                            if (ok[h] && j < K) out[h][j] = v0;
+                            if (ok[h] && j + 1 < K) out[h][j + 1] = v1;
+                        }
+                    }
+                }
+            }
+        } else if (active) {
+            /* 4.-5. Transposed, per m-tile of 16 outputs: acc^T = exp(w) ed^T in FP64 on the
+             *    tensor cores, exp(w) the A operand (the lane's exp(w)[16 m + g and + 8][k0 ..
+             *    k0 + KP / 4) as 16-byte words: twice the conversions per output of the
+             *    16-sample form), ed the B operand; out at (j = 16 m + g or + 8, samples 2 t
+             *    and 2 t + 1): to carry as it is, or, at the chain's top, its log to the slot. */
+            constexpr int NM = KP / 16, NPM = NM % 2 == 0 ? 2 : 1;
+            const int sc = b0 + 2 * t4; /* the samples of the lane's outputs: sc, sc + 1 */
+            float *out[2] = {a.rel + ((size_t)c * a.chunk + sc) * K,
+                             a.rel + ((size_t)c * a.chunk + sc + 1) * K};
+            const bool okc[2] = {sc < a.n, sc + 1 < a.n};
+#pragma unroll
+            for (int m0 = 0; m0 < NM; m0 += NPM) {
+                double acc[NPM][2][2];
+#pragma unroll
+                for (int np = 0; np < NPM; np++)
                     acc[np][0][0] = acc[np][0][1] = acc[np][1][0] = acc[np][1][1] = 0.0;
 #pragma unroll
                 for (int s4 = 0; s4 < KP / 16; s4++) {
-                    double wv[NP][4];
+                    double wa[NPM][2][4];
 #pragma unroll
-                    for (int np = 0; np < NP; np++) {
-                        float4 w;
-                        if constexpr (warp_smem_w<KP>())
-                            w = *reinterpret_cast<const float4 *>(
-                                ws + warp_at<KP>(8 * (n0 + np) + g8, k0, 4 * s4));
-                        else
-                            w = wreg[n0 + np][s4];
-                        wv[np][0] = pc_gpu_f2d(w.x), wv[np][1] = pc_gpu_f2d(w.y);
-                        wv[np][2] = pc_gpu_f2d(w.z), wv[np][3] = pc_gpu_f2d(w.w);
-                    }
+                    for (int np = 0; np < NPM; np++)
 #pragma unroll
-                    for (int np = 0; np < NP; np++)
-                        pc_gpu_dmma16<4>(acc[np][0], acc[np][1], &ed[0][4 * s4], &ed[1][4 * s4],
-                                         wv[np]);
+                        for (int h = 0; h < 2; h++) {
+                            const float4 w = *reinterpret_cast<const float4 *>(
+                                ws + warp_at<KP>(16 * (m0 + np) + 8 * h + g8, k0, 4 * s4));
+                            wa[np][h][0] = pc_gpu_f2d(w.x), wa[np][h][1] = pc_gpu_f2d(w.y);
+                            wa[np][h][2] = pc_gpu_f2d(w.z), wa[np][h][3] = pc_gpu_f2d(w.w);
+                        }
+#pragma unroll
+                    for (int np = 0; np < NPM; np++)
+                        pc_gpu_dmma16<4>(acc[np][0], acc[np][1], wa[np][0], wa[np][1],
+                                         &ed[0][4 * s4]);
                 }
 #pragma unroll
-                for (int np = 0; np < NP; np++) {
-                    const int j = 8 * (n0 + np) + 2 * t4;
+                for (int np = 0; np < NPM; np++)
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
-                        if (!top) {
-                            *reinterpret_cast<float2 *>(carry + warp_at<KP>(g8 + 8 * h, j)) =
-                                make_float2(pc_gpu_d2f(acc[np][h][0]), pc_gpu_d2f(acc[np][h][1]));
-                            continue;
-                        }
-                        const float v0 = warp_top_log<KP>(acc[np][h][0]);
-                        const float v1 = warp_top_log<KP>(acc[np][h][1]);
-                        if (ok[h] && j < K) out[h][j] = v0;
-                        if (ok[h] && j + 1 < K) out[h][j + 1] = v1;
-                    }
-                }
-            }
-            if (top) {
+                        const int j = 16 * (m0 + np) + 8 * h + g8;
 #pragma unroll
-                for (int h = 0; h < 2; h++)
-                    if (ok[h] && t4 == 0) a.off[(size_t)c * a.chunk + r[h]] = o[h];
-                /* Publish: every lane's stores, then one release of the counter. */
-                __syncwarp();
-                if (lane == 0) pc_gpu_release_add(a.done + (size_t)c * a.tiles + t, K);
+                        for (int cc = 0; cc < 2; cc++) {
+                            if (!top)
+                                carry[warp_carry_at<KP>(2 * t4 + cc, j)] =
+                                    pc_gpu_d2f(acc[np][h][cc]);
+                            else if (okc[cc] && j < K)
+                                out[cc][j] = warp_top_log<KP>(acc[np][h][cc]);
+                        }
+                    }
             }
-            __syncwarp(); /* carry written before the next group reads it */
         }
+        if (active && top) {
+#pragma unroll
+            for (int h = 0; h < H; h++)
+                if (ok[h] && t4 == 0) a.off[(size_t)c * a.chunk + r[h]] = o[h];
+            /* Publish: every lane's stores, then one release of the counter. */
+            __syncwarp();
+            if (lane == 0)
+                pc_gpu_release_add(a.done + (size_t)c * a.tiles + t16, K * S / WARP_TILE);
+        }
+        if (active) __syncwarp(); /* carry written before the next group reads it */
         if (warp_smem_w<KP>() && !top) { /* the next group's exp(w), once ws is free */
             __syncthreads();
             if (gn != a.G - 1) warp_stage_w<KP>(a.wf + (size_t)gn * KP * KP, ws);
@@ -606,16 +726,17 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
 }
 
 /* The persistent loop: gangs of items (chain-major, chain order) until none is left.
- * Blocks per SM (BLOCKS) by K: 2 (255 registers; 104 KB of shared memory each at K = 128) at
- * 96 < K <= 128, 2 (250-254) or 3 (168) at 64 < K <= 96 (warp_pick_kp), 3 (168) at K <= 64,
- * 5 (96) at K <= 32; a lane holds 2 KP / 4 operands in FP64 for the mma.
+ * Blocks per SM (BLOCKS) by K: 2 of 6 warps (168 registers, 94 KB of shared memory each) at
+ * K = 128, 2 of 4 (255) at 96 < K <= 112, 2 (250-254) or 3 (168) at 64 < K <= 96
+ * (warp_pick_fn), 3 (168) at K <= 64, 5 (96) at K <= 32; a lane holds H KP / 4 operands in FP64
+ * for the mma (H = 2 rows, 1 with 8-sample items).
  * Fewer warps than fit ran faster (H200, measured with the linear links: K = 64 at
  * 1,024-2,048 samples 1.14-1.16x with 3 blocks instead of 4, 1.00x at 4,096; K = 16
  * 1.06-1.15x with 6 instead of 8, and with the staged rows 1.07-1.10x with 5 instead of 6;
  * K = 32 level or slower with 3 or 4): an item's latency on the tree's critical path counts
  * more than the warps in flight. Dynamic shared memory: warp_smem_bytes<KP>(). */
 template <int KP, bool KX, int BLOCKS>
-static __global__ void __launch_bounds__(WARP_BLOCK, BLOCKS)
+static __global__ void __launch_bounds__(warp_threads<KP>(), BLOCKS)
     warp_kernel(pc_gpu_args a, int total) {
     const int lane = threadIdx.x & 31;
     /* The block's warps take consecutive tiles of one chain ("gang" of W tiles), so that a
@@ -625,11 +746,13 @@ static __global__ void __launch_bounds__(WARP_BLOCK, BLOCKS)
      * warp. */
     __shared__ int s_item[2];
     extern __shared__ __align__(16) float smem[];
-    constexpr int W = WARP_BLOCK / 32;
+    constexpr int W = warp_nw<KP>(), S = warp_samples<KP>();
     float *ws = smem;
     float *carry = smem + warp_ws_floats<KP>() + (threadIdx.x >> 5) * warp_own_floats<KP>();
     int *srow = reinterpret_cast<int *>(carry + warp_carry_floats<KP>());
-    const int warp = threadIdx.x >> 5, gangs = (a.tiles + W - 1) / W;
+    /* S-sample tiles: a.tiles * (WARP_TILE / S), taken from the parameters at each use (a
+     * register of its own spilled at K = 16) */
+    const int warp = threadIdx.x >> 5, gangs = (a.tiles * (WARP_TILE / S) + W - 1) / W;
     if (threadIdx.x == 0) s_item[0] = atomicAdd(a.queue, 1);
     __syncthreads();
     int item = s_item[0];
@@ -639,8 +762,9 @@ static __global__ void __launch_bounds__(WARP_BLOCK, BLOCKS)
         int next = 0;
         if (threadIdx.x == 0) next = atomicAdd(a.queue, 1);
         const int t = (item % gangs) * W + warp;
-        if (warp_smem_w<KP>() || t < a.tiles)
-            warp_chain<KP, KX>(a, __ldg(a.chain_queue + item / gangs), t, lane, t < a.tiles, ws,
+        const bool active = t < a.tiles * (WARP_TILE / S);
+        if (warp_smem_w<KP>() || active)
+            warp_chain<KP, KX>(a, __ldg(a.chain_queue + item / gangs), t, lane, active, ws,
                               carry, srow);
         if (threadIdx.x == 0) s_item[it] = next;
         __syncthreads();
@@ -661,17 +785,32 @@ typedef void (*warp_fn)(pc_gpu_args, int);
  * KP = 80 and 96 `three` picks the form with 3 blocks (168 registers, 8 and 48 bytes of
  * spills) instead of 2 (250 and 254, none): at KP = 96 1.03-1.06x faster at 3,072 samples,
  * 1.06-1.13x at 3,584-8,192, 1.10-1.29x slower at 1,024-2,048, split at 2,560 (files
- * 162-163); at KP = 80 1.05-1.06x at 2,048, 0.97-0.98x at 1,024, level from 4,096 (file 164). */
-template <int KP> static warp_fn warp_pick_kp(int K, bool three) {
-    if constexpr (KP == 64)
-        if (K == KP) return warp_kernel<KP, true, 3>;
-    if constexpr (KP == 80 || KP == 96)
+ * 162-163); at KP = 80 1.05-1.06x at 2,048, 0.97-0.98x at 1,024, level from 4,096 (file 164).
+ * At KP = 128 8-sample items (56 bytes of spills), whatever `three`. */
+template <int KP> static warp_fn warp_pick_fn(int K, bool three) {
+    if constexpr (warp_samples<KP>() == 8)
+        return warp_kernel<KP, false, 2>;
+    else if constexpr (KP == 64)
+        return K == KP ? warp_kernel<KP, true, 3> : warp_kernel<KP, false, 3>;
+    else if constexpr (KP == 80 || KP == 96)
         return three ? warp_kernel<KP, false, 3> : warp_kernel<KP, false, 2>;
     else
-        return warp_kernel<KP, false, KP >= 112 ? 2 : KP == 64 ? 3 : 5>;
+        return warp_kernel<KP, false, KP >= 112 ? 2 : 5>;
 }
 
-static warp_fn warp_pick(int K, bool three) {
+/* The kernel for K and how it is launched: threads per block, samples per item, dynamic
+ * shared memory. */
+struct warp_launch {
+    warp_fn fn;
+    int threads, samples;
+    size_t smem;
+};
+template <int KP> static warp_launch warp_pick_kp(int K, bool three) {
+    return {warp_pick_fn<KP>(K, three), warp_threads<KP>(), warp_samples<KP>(),
+            warp_smem_bytes<KP>()};
+}
+
+static warp_launch warp_pick(int K, bool three) {
     return K <= 16    ? warp_pick_kp<16>(K, three)
            : K <= 32  ? warp_pick_kp<32>(K, three)
            : K <= 64  ? warp_pick_kp<64>(K, three)
@@ -689,16 +828,6 @@ static warp_fn warp_pick(int K, bool three) {
 #endif
 static bool warp_three(int K, int64_t n, int sms) {
     return K > 64 && K <= 96 && n > (int64_t)WARP_THREE_PER_SM * sms;
-}
-
-static size_t warp_smem(int K) {
-    return K <= 16    ? warp_smem_bytes<16>()
-           : K <= 32  ? warp_smem_bytes<32>()
-           : K <= 64  ? warp_smem_bytes<64>()
-           : K <= 80  ? warp_smem_bytes<80>()
-           : K <= 96  ? warp_smem_bytes<96>()
-           : K <= 112 ? warp_smem_bytes<112>()
-                      : warp_smem_bytes<128>();
 }
 
 /* Whether the input rows (V (C + 1), staged as int32) fit the warp strategy. */
@@ -721,11 +850,11 @@ extern "C" pc_status pc_gpu_fuse_warp_prepare(pc_gpu_state *s) {
                        "fuse warp strategy: %d variables of %d values make more input rows "
                        "than an int32 counts", s->V, s->C + 1);
     for (int three = 0; three < 2; three++) {
-        const warp_fn fn = warp_pick(s->K, three);
-        PC_GPU_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          (int)warp_smem(s->K)));
-        PC_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, WARP_BLOCK,
-                                                                   warp_smem(s->K)));
+        const warp_launch l = warp_pick(s->K, three);
+        PC_GPU_CHECK(cudaFuncSetAttribute(l.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)l.smem));
+        PC_GPU_CHECK(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, l.fn, l.threads, l.smem));
         (three ? s->grid_warp_three : s->grid_warp) = s->sms * (per_sm > 0 ? per_sm : 1);
     }
     s->warp_ok = 1;
@@ -734,7 +863,7 @@ fail:
 }
 
 static pc_status warp_configure(pc_gpu_state *s) {
-    s->bm = WARP_ROWS, s->bn = s->K, s->smem = 0;
+    s->bm = WARP_TILE, s->bn = s->K, s->smem = 0;
     return pc_gpu_fuse_warp_prepare(s);
 }
 
@@ -893,21 +1022,22 @@ static bool warp_queue_by_path(int64_t gangs, int grid) {
 extern "C" pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args *a,
                                               cudaStream_t stream) {
     pc_status st = PC_OK;
-    const int64_t total =
-        (int64_t)s->chains.num_chains * ((a->tiles + WARP_BLOCK / 32 - 1) / (WARP_BLOCK / 32));
+    const bool three = warp_three(s->K, a->n, s->sms);
+    const warp_launch l = warp_pick(s->K, three);
+    const int64_t tiles = (int64_t)a->tiles * (WARP_TILE / l.samples), nw = l.threads / 32;
+    const int64_t total = (int64_t)s->chains.num_chains * ((tiles + nw - 1) / nw);
     if (total > INT32_MAX)
         return pc_fail(PC_ERR_UNSUPPORTED,
                        "fuse warp strategy: %d chains make %lld work gangs for %d samples, more "
                        "than the queue counts (2^31 - 1)", s->chains.num_chains,
                        (long long)total, a->n);
-    const bool three = warp_three(s->K, a->n, s->sms);
     const int resident = three ? s->grid_warp_three : s->grid_warp;
     const int grid = total < resident ? (int)total : resident;
     pc_gpu_args b = *a;
     b.chain_queue =
         s->d_chain_queue + (warp_queue_by_path(total, grid) ? s->chains.num_chains : 0);
     if ((st = pc_gpu_reset_counters(a, stream))) return st;
-    warp_pick(s->K, three)<<<grid, WARP_BLOCK, warp_smem(s->K), stream>>>(b, (int)total);
+    l.fn<<<grid, l.threads, l.smem, stream>>>(b, (int)total);
     PC_GPU_CHECK(cudaGetLastError());
 fail:
     return st;

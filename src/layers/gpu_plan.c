@@ -369,7 +369,7 @@ int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms) {
     if (K <= 80) return 1;
     if (K <= 96) return 2 * n > 3 * (int64_t)sms;
     if (K <= 112) return 2 * n > 5 * (int64_t)sms;
-    return n > 8 * (int64_t)sms;
+    return n > 4 * (int64_t)sms;
 }
 
 int pc_gpu_fuse_takes_tile(int32_t K, int64_t n, int32_t sms) {

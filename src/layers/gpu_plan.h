@@ -107,7 +107,9 @@ int pc_gpu_fuse_warp_k(int32_t K);
 
 /* fuse's choice of its warp strategy at such a K: warp (1) at K <= 64 once a tile block would
  * hold more than 8 samples (K <= 32) or 4 (32 < K <= 64); at 112 < K <= 128 (which fuse runs
- * as 128, pc_gpu_fuse_states) once it would hold more than 8 (n > 8 sms); at 64 < K <= 80,
+ * as 128, pc_gpu_fuse_states) once it would hold more than 4 (n > 4 sms: the warp strategy's
+ * 8-sample items 1.13-1.38x faster than the tile and persistent kernels at 529-1,056
+ * samples, 0.93x at 512, file 171); at 64 < K <= 80,
  * rows of 80, at every n (K = 72 and 80: 1.02-1.03x the persistent kernel at 16 samples,
  * 1.05-1.07x at 64, 1.13-1.14x at 100-132, 1.18-1.20x at 200, file 167; tile 1.7x slower
  * there, file 163); at 80 < K <= 96, rows of 96, from n > 3 sms / 2 (K = 96: 0.87 and 0.93x
@@ -120,7 +122,8 @@ int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms);
 
 /* fuse's choice between its tile and persistent strategies (where it does not take warp): tile
  * (1) at K <= 64, and at K = 128 (four full output columns per lane) up to two waves of blocks
- * of PC_GPU_TILE_MAX_T samples (it won at batches 256-8,192 and lost at 16,384, four waves),
+ * of PC_GPU_TILE_MAX_T samples (it won at batches 256-8,192 and lost at 16,384, four waves;
+ * fuse takes the warp strategy from 4 samples per SM where it can),
  * but not where its few blocks leave most SMs idle: n <= sms (blocks of 4 samples on at most
  * a quarter of the SMs; at 64 samples 0.51 against the persistent kernel's 0.44 ms) and
  * 4 sms < n < 5 sms (blocks of 8 on under 5/8 of them; at 529 0.95 against 0.82, level at
