@@ -196,6 +196,12 @@ static void test_shapes(void **state) {
         {"K=71 random, zeros, n=700", 30, 3, 71, 0.3, 1, 0, 700, 0.1},
         {"K=80 random, n=3500", 30, 3, 80, 0.3, 0, 0, 3500, 0.1},
         {"K=92 random, n=2700", 20, 3, 92, 0.3, 1, 0, 2700, 0.1},
+        /* its 16-sample items with two blocks per SM above 64 < K <= 112 (the batches
+         * between 12 and 20 samples per SM on an H200; below, 8-sample items, as in the
+         * cases at n <= 1,000) */
+        {"K=76 random, n=2000", 20, 3, 76, 0.3, 0, 0, 2000, 0.1},
+        {"K=88 random, zeros, n=2200", 20, 3, 88, 0.3, 1, 0, 2200, 0.1},
+        {"K=104 random, n=1700", 20, 3, 104, 0.3, 0, 0, 1700, 0.1},
         /* K that fuse runs as the tile kernel's full row (pc_gpu_fuse_states): 45 as 64,
          * 118 as 128 */
         {"K=45 random, zeros, n=600", 30, 3, 45, 0.3, 1, 0, 600, 0.1},

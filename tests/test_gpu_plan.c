@@ -385,17 +385,15 @@ static void test_fuse_choice(void **state) {
     assert_true(pc_gpu_fuse_takes_warp(33, 529, 132));
     assert_true(pc_gpu_fuse_takes_warp(64, 640, 132));
     assert_true(pc_gpu_fuse_takes_warp(64, 4096, 132));
-    /* above K = 64: up to 80 always, up to 96 from 1.5 samples per SM, up to 112 from 2.5, up
-     * to 128 from 4 (where a tile block would hold more than 4) */
+    /* above K = 64: up to 112 always, up to 128 from 4 samples per SM (where a tile block
+     * would hold more than 4) */
     assert_true(pc_gpu_fuse_takes_warp(65, 1, 132));
     assert_true(pc_gpu_fuse_takes_warp(80, 16, 132));
     assert_true(pc_gpu_fuse_takes_warp(72, 4096, 132));
-    assert_false(pc_gpu_fuse_takes_warp(81, 198, 132));
-    assert_true(pc_gpu_fuse_takes_warp(81, 199, 132));
-    assert_false(pc_gpu_fuse_takes_warp(96, 198, 132));
-    assert_true(pc_gpu_fuse_takes_warp(96, 199, 132));
-    assert_false(pc_gpu_fuse_takes_warp(97, 330, 132));
-    assert_true(pc_gpu_fuse_takes_warp(112, 331, 132));
+    assert_true(pc_gpu_fuse_takes_warp(81, 16, 132));
+    assert_true(pc_gpu_fuse_takes_warp(96, 1, 132));
+    assert_true(pc_gpu_fuse_takes_warp(97, 16, 132));
+    assert_true(pc_gpu_fuse_takes_warp(112, 330, 132));
     assert_false(pc_gpu_fuse_takes_warp(113, 528, 132));
     assert_true(pc_gpu_fuse_takes_warp(113, 529, 132));
     assert_false(pc_gpu_fuse_takes_warp(128, 528, 132));
@@ -404,16 +402,11 @@ static void test_fuse_choice(void **state) {
     assert_false(pc_gpu_fuse_warp_k(0));
     for (int rep = 0; rep < 20000; rep++) {
         /* warp exactly where a tile block would hold > 8 samples (K <= 32) or > 4 (32 < K <= 64
-         * and 112 < K <= 128), always at 64 < K <= 80, from n > 1.5 sms at
-         * 80 < K <= 96 and n > 2.5 sms at 96 < K <= 112 (in half samples per SM) */
+         * and 112 < K <= 128), always at 64 < K <= 112 (in half samples per SM) */
         const int32_t sms = (int32_t)pc_hr_int(1, 200), K = (int32_t)pc_hr_int(1, 300);
         const int64_t n = pc_hr_int(1, 20000);
         const int considered = K <= 128;
-        const int half_per_sm = K <= 32              ? 16
-                                : K <= 64 || K > 112 ? 8
-                                : K <= 80            ? 0
-                                : K <= 96            ? 3
-                                                     : 5;
+        const int half_per_sm = K <= 32 ? 16 : K <= 64 || K > 112 ? 8 : 0;
         if (pc_gpu_fuse_warp_k(K) != considered)
             fail_msg("K = %d: warp considered %d", K, pc_gpu_fuse_warp_k(K));
         if (pc_gpu_fuse_takes_warp(K, n, sms) !=

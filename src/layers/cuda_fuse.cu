@@ -521,9 +521,8 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
 /* fuse's own choice, per forward pass of n samples:
  *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 where the tile strategy would put
  *     more than 8 samples in a block at K <= 32, more than 4 at 32 < K <= 64 and at K = 128
- *     (8-sample items; from 4 samples per SM), at 96 < K <= 112 (rows of 112) from 2.5,
- *     at 80 < K <= 96 (rows of 96) from 1.5, at 64 < K <= 80 (rows of 80) at every batch
- *     (pc_gpu_fuse_takes_warp): enough warp items to fill the GPU, each without a barrier;
+ *     (8-sample items; from 4 samples per SM), at 64 < K <= 112 (rows of 80, 96, 112) at
+ *     every batch (pc_gpu_fuse_takes_warp): enough warp items to fill the GPU, each without a barrier;
  *   - else the tile strategy (no waits between blocks) up to K = 64, at K = 128 with blocks
  *     of 4 samples (beyond, where the warp strategy cannot take the circuit, up to two waves
  *     of 32-sample blocks) but not where its blocks leave most SMs idle (n <= SMs,
@@ -606,8 +605,10 @@ static void choose_release(pc_gpu_state *s) {
  * at K = 128, file 171: warp 0.679 / 0.682 / 0.696 / 0.734 / 0.866 ms at 529 / 600 / 660 /
  * 768 / 1,024 samples against the best of tile and persistent 0.797 / 0.870 / 0.937 / 0.962
  * / 0.978, and 0.658 against tile's 0.613 at 512: warp from n > 4 sms, where a tile block
- * would hold more than 4 samples, as at 32 < K <= 64.) With these rules fuse ran within 1 % of the
- * fastest strategy at all 60 points of file 149 but K = 72 at 8,192 (3 %), K = 96 at 768
+ * would hold more than 4 samples, as at 32 < K <= 64; and with 8-sample items at small
+ * batches, file 173, warp at every batch at 64 < K <= 112, 1.05-1.53x faster than the
+ * persistent kernel at 16-330 samples.) With these rules fuse ran within 1 % of the fastest
+ * strategy at all 60 points of file 149 but K = 72 at 8,192 (3 %), K = 96 at 768
  * (2 %) and K = 128 at 529 (tile, 17 %; persistent since file 155). At 64 < K < 72, where the
  * padded rows cost most against the persistent kernel's K x K products, warp was still
  * faster from n > 6 sms (file 155, K = 66 / 68 / 70 at 1,024: 1.06 / 1.06 / 1.04x, 1,536:

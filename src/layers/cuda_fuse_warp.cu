@@ -1,6 +1,6 @@
 /* `fuse`, the warp strategy (K <= 128): one persistent kernel whose work item is (chain of
- * groups, 16 samples; 8 at K = 128) for one warp, all K outputs, with the product on the FP64
- * tensor cores.
+ * groups, 16 or 8 samples) for one warp, all K outputs, with the product on the FP64 tensor
+ * cores.
  *
  * Why one warp per item: the block-wide items of the persistent strategy (cuda_fuse.cu) spend
  * much of their time in barriers and dependent loads between phases, with 24-32 warps per SM.
@@ -49,7 +49,8 @@
  * as 16-byte words. Outputs come back as (row g or g + 8, columns 2t and 2t + 1 of each 8-wide
  * n-tile).
  *
- * 8-sample items at K = 128 (warp_samples): there a 16-sample item's operands took 128 of a
+ * 8-sample items (warp_form picks them at K = 128, and at 32 < K <= 112 for batches of up
+ * to 8 or 12 samples per SM). At K = 128 a 16-sample item's operands took 128 of a
  * lane's 255 registers, two warps per scheduler, and each warp's gathers, logs and barriers
  * hid only behind the other's product (the tensor cores 42 % busy over a pass, results file
  * 154). With 8 samples a lane holds one sample's 32 operands (64 registers), and two blocks of
@@ -60,8 +61,8 @@
  * for one warp on its scheduler (106 with 16 samples), 73 per scheduler with two warps, 82
  * with three. In the kernel at K = 128 against 16-sample items: 1.22x at 1,024 samples, 1.10x
  * at 2,048, 1.04x at 4,096 (2.645 -> 2.552 ms), 1.03x at 8,192 (file 170). At K = 96 and 112
- * they ran 1.13-1.14x faster at 1,024 but 0.86-0.94x at 4,096-8,192, so only rows of 128 take
- * them. */
+ * they ran 1.13-1.14x faster at 1,024 but 0.86-0.94x at 4,096-8,192: there more items hide
+ * each other's latency only while the gangs fill the GPU a few times (warp_form). */
 #include "layers/cuda_circuit.cuh"
 
 #include <float.h>
@@ -72,25 +73,13 @@
 #include <type_traits>
 
 #define WARP_TILE 16 /* samples per counter (the tiles' run, s->bm) */
-/* Samples per item: 16 (the mma's rows, two per lane: rows g and g + 8), or 8 from rows of
- * WARP_EIGHT_KP (one per lane row; the product transposed, exp(w) the mma's A operand), whose
- * operands take half the registers, so that three warps fit a scheduler. Warps per block (the
+/* Samples per item S: 16 (the mma's rows, two per lane: rows g and g + 8), or 8 (one per lane
+ * row; the product transposed, exp(w) the mma's A operand), whose operands take half the
+ * registers, so that three warps fit a scheduler (warp_eight picks). Warps per block (the
  * gang): 4, or 6 with 8-sample items (two blocks per SM). */
-#ifndef WARP_EIGHT_KP
-#define WARP_EIGHT_KP 128
-#endif
-template <int KP> static __host__ __device__ constexpr int warp_samples() {
-    return KP >= WARP_EIGHT_KP ? 8 : 16;
-}
-template <int KP> static __host__ __device__ constexpr int warp_nw() {
-    return warp_samples<KP>() == 8 ? 6 : 4;
-}
-template <int KP> static __host__ __device__ constexpr int warp_threads() {
-    return 32 * warp_nw<KP>();
-}
-/* A lane's rows: samples g and g + 8 (H = 2), or g (H = 1). */
-template <int KP> static __host__ __device__ constexpr int warp_h() {
-    return warp_samples<KP>() / 8;
+template <int S> static __host__ __device__ constexpr int warp_nw() { return S == 8 ? 6 : 4; }
+template <int S> static __host__ __device__ constexpr int warp_threads() {
+    return 32 * warp_nw<S>();
 }
 #define WARP_STAGE_VARS 32 /* a chain's variables whose input rows an item stages */
 /* Sources whose loads a gather issues together: the bottom's children and variables (at
@@ -166,11 +155,12 @@ template <int KP> static __host__ __device__ constexpr int warp_at(int row, int 
  * 16-byte words of rows 2 r and 2 r + 1 also XOR-swizzled by r, so that the transposed
  * product's scalar stores (lane 4 g + t: row 2 t or 2 t + 1, column 16 m + g or + 8) fall on
  * 32 banks while the link's 16-byte reads (rows g and g + 1 of a quarter-warp) keep theirs. */
-template <int KP> static __host__ __device__ constexpr int warp_carry_at(int row, int k) {
-    return warp_at<KP>(row, k) ^ (KP == 128 && warp_samples<KP>() == 8 ? (row >> 1 & 3) << 3 : 0);
+template <int KP, int S> static __host__ __device__ constexpr int warp_carry_at(int row, int k) {
+    return warp_at<KP>(row, k) ^ (KP == 128 && S == 8 ? (row >> 1 & 3) << 3 : 0);
 }
-template <int KP> static __host__ __device__ constexpr int warp_carry_at(int row, int k0, int off) {
-    return KP == 128 ? warp_carry_at<KP>(row, k0 + off) : warp_at<KP>(row, k0) + off;
+template <int KP, int S>
+static __host__ __device__ constexpr int warp_carry_at(int row, int k0, int off) {
+    return KP == 128 ? warp_carry_at<KP, S>(row, k0 + off) : warp_at<KP>(row, k0) + off;
 }
 
 static __host__ __device__ constexpr int warp_gcd(int a, int b) {
@@ -185,11 +175,11 @@ static __host__ __device__ constexpr int warp_gcd(int a, int b) {
  * instructions per chunk (at K = 128, 32 chunks per thread and group: 17 % of the kernel's
  * instructions, results file 150). KP = 96: 16 rows and 3 chunks a step; 80 and 112: 32 rows
  * and 5 or 7 chunks, the last step past row KP skipped; else 1 chunk. */
-template <int KP>
+template <int KP, int S>
 static __device__ __forceinline__ void warp_stage_w(const float *w, float *ws) {
     if constexpr (warp_smem_w<KP>()) {
         constexpr int CPR = KP / 4;                              /* chunks per row */
-        constexpr int NT = warp_threads<KP>();
+        constexpr int NT = warp_threads<S>();
         constexpr int R = NT / warp_gcd(NT, CPR); /* rows per step */
         constexpr int CB = R * CPR / NT;          /* chunks per thread a step */
         static_assert(R % 2 == 0, "exp(w)'s copy: an even number of rows per step");
@@ -224,14 +214,14 @@ static __device__ __forceinline__ void warp_stage_w(const float *w, float *ws) {
 template <int KP> static __host__ __device__ constexpr int warp_ws_floats() {
     return warp_smem_w<KP>() ? KP * warp_ld<KP>() : 0;
 }
-template <int KP> static __host__ __device__ constexpr int warp_carry_floats() {
-    return warp_samples<KP>() * warp_ld<KP>();
+template <int KP, int S> static __host__ __device__ constexpr int warp_carry_floats() {
+    return S * warp_ld<KP>();
 }
-template <int KP> static __host__ __device__ constexpr int warp_own_floats() {
-    return warp_carry_floats<KP>() + WARP_STAGE_VARS * warp_samples<KP>();
+template <int KP, int S> static __host__ __device__ constexpr int warp_own_floats() {
+    return warp_carry_floats<KP, S>() + WARP_STAGE_VARS * S;
 }
-template <int KP> static constexpr size_t warp_smem_bytes() {
-    return (warp_ws_floats<KP>() + warp_nw<KP>() * warp_own_floats<KP>()) * sizeof(float);
+template <int KP, int S> static constexpr size_t warp_smem_bytes() {
+    return (warp_ws_floats<KP>() + warp_nw<S>() * warp_own_floats<KP, S>()) * sizeof(float);
 }
 
 /* The input rows of a chain's variables for an item's samples (S: 16 or 8), a window of 32
@@ -275,27 +265,26 @@ static __device__ __forceinline__ void warp_stage(const int32_t *vars, const uin
     __syncwarp();
 }
 
-template <int KP>
+template <int S>
 static __device__ __forceinline__ void warp_stage_rows(const pc_gpu_args &a, const warp_rows &r,
                                                        int lane) {
     const int i = lane < WARP_STAGE_VARS ? r.w0 + lane : r.nv;
-    int *srow = r.srow + lane * warp_samples<KP>();
+    int *srow = r.srow + lane * S;
     /* Inlined at every K: at K = 64 a call kept the item's registers from spilling before
      * the chain bottom's gather took both rows together (1.286 against 1.183 ms at batch 4096
      * then); since, inlined spills 12 bytes against 24 as a call (file 140). */
-    warp_stage<warp_samples<KP>()>(a.chain_vars + r.vb, a.x, a.missing, a.n, a.V, a.C, i, r.nv,
-                                   r.b0, srow);
+    warp_stage<S>(a.chain_vars + r.vb, a.x, a.missing, a.n, a.V, a.C, i, r.nv, r.b0, srow);
 }
 
 /* Moves the window so that it holds variables i .. min(i + u, e) - 1, if it does not
  * (warp-uniform). */
-template <int KP>
+template <int S>
 static __device__ __forceinline__ void warp_window(const pc_gpu_args &a, warp_rows &r, int i,
                                                    int u, int e, int lane) {
     if (i < r.w0 || min(i + u, e) > r.w0 + WARP_STAGE_VARS) {
         __syncwarp(); /* every lane is done with the old window */
         r.w0 = i;
-        warp_stage_rows<KP>(a, r, lane);
+        warp_stage_rows<S>(a, r, lane);
     }
 }
 
@@ -304,9 +293,9 @@ static_assert((PC_GPU_CHAIN_MAX - 1) * PC_GPU_CHAIN_LINK_VARS <= WARP_STAGE_VARS
               "a chain's links take more variables than a window holds");
 
 /* The staged input row of variable i (in the window) for the item's sample s. */
-template <int KP>
+template <int S>
 static __device__ __forceinline__ size_t warp_row(const warp_rows &r, int i, int s) {
-    return (size_t)r.srow[(i - r.w0) * warp_samples<KP>() + s];
+    return (size_t)r.srow[(i - r.w0) * S + s];
 }
 
 /* The chain's bottom, in the log domain: p[row][k] = the sum of its inputs (the chain's first
@@ -319,15 +308,15 @@ static __device__ __forceinline__ size_t warp_row(const warp_rows &r, int i, int
  * round trip for both rows. (Rows one after the other, two sources per round, as before the
  * sixteenth round, took twice the round trips after the wait and spilled 80 bytes against 24:
  * K = 64 at batches 1,152-8,192 1.08-1.20x slower, results file 136.) */
-template <int KP, bool KX>
+template <int KP, bool KX, int S>
 static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const pc_gpu_group &g,
                                                    int t, warp_rows &wr,
-                                                   const int (&rr)[warp_h<KP>()],
-                                                   const bool (&ok)[warp_h<KP>()], int g8,
-                                                   int k0, int lane, bool active,
-                                                   double (&ed)[warp_h<KP>()][KP / 4],
-                                                   double (&o)[warp_h<KP>()]) {
-    constexpr int NQ = KP / 16, U = KP <= 32 ? WARP_BOTTOM_U : 1, H = warp_h<KP>();
+                                                   const int (&rr)[S / 8],
+                                                   const bool (&ok)[S / 8], int g8, int k0,
+                                                   int lane, bool active,
+                                                   double (&ed)[S / 8][KP / 4],
+                                                   double (&o)[S / 8]) {
+    constexpr int NQ = KP / 16, U = KP <= 32 ? WARP_BOTTOM_U : 1, H = S / 8;
     const int K = KX ? KP : a.K, nc = active ? g.child_end - g.child_begin : 0;
     const int nb = active ? wr.nb : 0; /* the bottom's variables: 0 .. nb - 1 */
     /* A long run of variables (MNIST's group of 101): its last nwide, UWB at a time, 32 floats
@@ -347,13 +336,13 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
     const auto add_vars = [&](auto unroll, int i0, int i_end) {
         constexpr int N = decltype(unroll)::value;
         float v[N][H][NQ][4];
-        warp_window<KP>(a, wr, i0, N, i_end, lane);
+        warp_window<S>(a, wr, i0, N, i_end, lane);
 #pragma unroll
         for (int u = 0; u < N; u++)
 #pragma unroll
             for (int h = 0; h < H; h++) {
                 const bool here = i0 + u < i_end;
-                const size_t row = here ? warp_row<KP>(wr, i0 + u, g8 + 8 * h) : 0;
+                const size_t row = here ? warp_row<S>(wr, i0 + u, g8 + 8 * h) : 0;
 #pragma unroll
                 for (int q = 0; q < NQ; q++) {
                     if (here)
@@ -440,13 +429,13 @@ static __device__ __forceinline__ void warp_bottom(const pc_gpu_args &a, const p
  * 2^-e that brings its max into [1, 2) (exact; o += e ln 2). The log of the group below and
  * this group's exp are gone: the value is the same as the log domain's to FP64 rounding. The
  * variables (the chain's vi0 .. vi1 - 1, in the window) go U at a time, their loads together. */
-template <int KP>
+template <int KP, int S>
 static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const warp_rows &wr,
                                                  int vi0, int vi1, int g8, int k0, bool active,
                                                  const float *carry,
-                                                 double (&ed)[warp_h<KP>()][KP / 4],
-                                                 double (&o)[warp_h<KP>()]) {
-    constexpr int NQ = KP / 16, U = WARP_LINK_U, H = warp_h<KP>();
+                                                 double (&ed)[S / 8][KP / 4],
+                                                 double (&o)[S / 8]) {
+    constexpr int NQ = KP / 16, U = WARP_LINK_U, H = S / 8;
 #pragma unroll
     for (int h = 0; h < H; h++) {
 #pragma unroll
@@ -454,7 +443,7 @@ static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const war
             float4 c = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             if (active)
                 c = *reinterpret_cast<const float4 *>(carry +
-                                                     warp_carry_at<KP>(g8 + 8 * h, k0, 4 * q));
+                                                     warp_carry_at<KP, S>(g8 + 8 * h, k0, 4 * q));
             ed[h][4 * q] = pc_gpu_f2d(c.x), ed[h][4 * q + 1] = pc_gpu_f2d(c.y);
             ed[h][4 * q + 2] = pc_gpu_f2d(c.z), ed[h][4 * q + 3] = pc_gpu_f2d(c.w);
         }
@@ -468,7 +457,7 @@ static __device__ __forceinline__ void warp_link(const pc_gpu_args &a, const war
 #pragma unroll
             for (int h = 0; h < H; h++) {
                 if (s0 + u < nv) {
-                    const size_t row = warp_row<KP>(wr, vi0 + s0 + u, g8 + 8 * h);
+                    const size_t row = warp_row<S>(wr, vi0 + s0 + u, g8 + 8 * h);
                     const float4 *lin = reinterpret_cast<const float4 *>(a.in_lin + row * KP + k0);
 #pragma unroll
                     for (int q = 0; q < NQ; q++) l[u][h][q] = __ldg(lin + q);
@@ -520,14 +509,14 @@ template <int KP> static __device__ __forceinline__ float warp_top_log(double y)
         return pc_gpu_log_nonneg(pc_gpu_d2f(y));
 }
 
-/* One item: chain c, samples S t .. S t + S - 1 (S = warp_samples: 16 or 8), all K outputs of
+/* One item: chain c, samples S t .. S t + S - 1 (S: 16 or 8), all K outputs of
  * each group, by one warp. Every warp of the block calls it for the gang when exp(w) goes
  * through shared memory (the copies and their barriers are the block's); `active` is false
  * for a warp whose tile lies past the batch. `carry` is the warp's [S][warp_ld] buffer in
  * which a group hands its product to the next group of the chain, before the log; `srow` its
  * staged input rows. Counters count 16-sample tiles: an 8-sample item adds K / 2 to its
  * tile's (K is a multiple of 4: fuse pads its circuit), so a tile is done at K as before. */
-template <int KP, bool KX>
+template <int KP, bool KX, int S>
 static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, bool active,
                                   float *ws, float *carry, int *srow) {
     constexpr int NT = KP / 8; /* 8-wide n-tiles of outputs */
@@ -535,7 +524,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
      * 8 x 8 x 4 shape four chains against two won 1.01-1.04x at K = 32 and 64; with the
      * 16 x 8 x 16 shape four against two are level, 0.98-1.02x at batches 512-4,096; at
      * K = 128 1.00-1.01x, results file 150). */
-    constexpr int NP = 2, S = warp_samples<KP>(), H = warp_h<KP>();
+    constexpr int NP = 2, H = S / 8;
     const int g8 = lane >> 2, t4 = lane & 3, K = KX ? KP : a.K, k0 = t4 * (KP / 4);
     const int cb = __ldg(a.chain_begin + c), ce = __ldg(a.chain_begin + c + 1);
     /* Rows as int (n is an int32): fewer registers for the state kept through a chain. */
@@ -550,8 +539,8 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
     wr.nv = __ldg(a.chain_vb + ce) - wr.vb, wr.nb = __ldg(a.chain_vb + cb + 1) - wr.vb;
     int gi = __ldg(a.chain_groups + cb);
     const pc_gpu_group g = a.groups[gi]; /* the bottom's children */
-    if (warp_smem_w<KP>() && gi != a.G - 1) warp_stage_w<KP>(a.wf + (size_t)gi * KP * KP, ws);
-    if (active) warp_stage_rows<KP>(a, wr, lane); /* warp_bottom waits for the children */
+    if (warp_smem_w<KP>() && gi != a.G - 1) warp_stage_w<KP, S>(a.wf + (size_t)gi * KP * KP, ws);
+    if (active) warp_stage_rows<S>(a, wr, lane); /* warp_bottom waits for the children */
     double o[H]; /* the rows' offsets: msg = o + log(ed exp(w)^T) */
 #pragma unroll
     for (int h = 0; h < H; h++) o[h] = 0.0;
@@ -574,10 +563,10 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
         /* 1.-3. The product's operand ed (FP64, max 1 or in [1, 2) per row) and o. */
         double ed[H][KP / 4];
         if (m == cb) {
-            warp_bottom<KP, KX>(a, g, t16, wr, rr, ok, g8, k0, lane, active, ed, o);
-            if (active && !top) warp_window<KP>(a, wr, wr.nb, wr.nv - wr.nb, wr.nv, lane);
+            warp_bottom<KP, KX, S>(a, g, t16, wr, rr, ok, g8, k0, lane, active, ed, o);
+            if (active && !top) warp_window<S>(a, wr, wr.nb, wr.nv - wr.nb, wr.nv, lane);
         } else {
-            warp_link<KP>(a, wr, vi0, vi1, g8, k0, active, carry, ed, o);
+            warp_link<KP, S>(a, wr, vi0, vi1, g8, k0, active, carry, ed, o);
         }
         __syncwarp(); /* every lane has read carry before the product overwrites it */
         vi0 = vi1;
@@ -645,7 +634,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
 #pragma unroll
                         for (int h = 0; h < H; h++) {
                             if (!top) {
-                                *reinterpret_cast<float2 *>(carry + warp_carry_at<KP>(g8 + 8 * h, j)) =
+                                *reinterpret_cast<float2 *>(carry + warp_carry_at<KP, S>(g8 + 8 * h, j)) =
                                     make_float2(pc_gpu_d2f(acc[np][h][0]), pc_gpu_d2f(acc[np][h][1]));
                                 continue;
                             }
@@ -699,7 +688,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
 #pragma unroll
                         for (int cc = 0; cc < 2; cc++) {
                             if (!top)
-                                carry[warp_carry_at<KP>(2 * t4 + cc, j)] =
+                                carry[warp_carry_at<KP, S>(2 * t4 + cc, j)] =
                                     pc_gpu_d2f(acc[np][h][cc]);
                             else if (okc[cc] && j < K)
                                 out[cc][j] = warp_top_log<KP>(acc[np][h][cc]);
@@ -719,7 +708,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
         if (active) __syncwarp(); /* carry written before the next group reads it */
         if (warp_smem_w<KP>() && !top) { /* the next group's exp(w), once ws is free */
             __syncthreads();
-            if (gn != a.G - 1) warp_stage_w<KP>(a.wf + (size_t)gn * KP * KP, ws);
+            if (gn != a.G - 1) warp_stage_w<KP, S>(a.wf + (size_t)gn * KP * KP, ws);
         }
         gi = gn;
     }
@@ -734,9 +723,9 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
  * 1,024-2,048 samples 1.14-1.16x with 3 blocks instead of 4, 1.00x at 4,096; K = 16
  * 1.06-1.15x with 6 instead of 8, and with the staged rows 1.07-1.10x with 5 instead of 6;
  * K = 32 level or slower with 3 or 4): an item's latency on the tree's critical path counts
- * more than the warps in flight. Dynamic shared memory: warp_smem_bytes<KP>(). */
-template <int KP, bool KX, int BLOCKS>
-static __global__ void __launch_bounds__(warp_threads<KP>(), BLOCKS)
+ * more than the warps in flight. Dynamic shared memory: warp_smem_bytes<KP, S>(). */
+template <int KP, bool KX, int BLOCKS, int S>
+static __global__ void __launch_bounds__(warp_threads<S>(), BLOCKS)
     warp_kernel(pc_gpu_args a, int total) {
     const int lane = threadIdx.x & 31;
     /* The block's warps take consecutive tiles of one chain ("gang" of W tiles), so that a
@@ -746,10 +735,10 @@ static __global__ void __launch_bounds__(warp_threads<KP>(), BLOCKS)
      * warp. */
     __shared__ int s_item[2];
     extern __shared__ __align__(16) float smem[];
-    constexpr int W = warp_nw<KP>(), S = warp_samples<KP>();
+    constexpr int W = warp_nw<S>();
     float *ws = smem;
-    float *carry = smem + warp_ws_floats<KP>() + (threadIdx.x >> 5) * warp_own_floats<KP>();
-    int *srow = reinterpret_cast<int *>(carry + warp_carry_floats<KP>());
+    float *carry = smem + warp_ws_floats<KP>() + (threadIdx.x >> 5) * warp_own_floats<KP, S>();
+    int *srow = reinterpret_cast<int *>(carry + warp_carry_floats<KP, S>());
     /* S-sample tiles: a.tiles * (WARP_TILE / S), taken from the parameters at each use (a
      * register of its own spilled at K = 16) */
     const int warp = threadIdx.x >> 5, gangs = (a.tiles * (WARP_TILE / S) + W - 1) / W;
@@ -764,7 +753,7 @@ static __global__ void __launch_bounds__(warp_threads<KP>(), BLOCKS)
         const int t = (item % gangs) * W + warp;
         const bool active = t < a.tiles * (WARP_TILE / S);
         if (warp_smem_w<KP>() || active)
-            warp_chain<KP, KX>(a, __ldg(a.chain_queue + item / gangs), t, lane, active, ws,
+            warp_chain<KP, KX, S>(a, __ldg(a.chain_queue + item / gangs), t, lane, active, ws,
                               carry, srow);
         if (threadIdx.x == 0) s_item[it] = next;
         __syncthreads();
@@ -774,60 +763,84 @@ static __global__ void __launch_bounds__(warp_threads<KP>(), BLOCKS)
 
 typedef void (*warp_fn)(pc_gpu_args, int);
 
+/* The kernel's forms: 16-sample items with the blocks per SM of warp_kernel's notes (TWO), the
+ * same with 3 blocks at 64 < K <= 96 (THREE), 8-sample items (EIGHT). */
+enum { WARP_TWO, WARP_THREE, WARP_EIGHT, WARP_FORMS };
+
 /* The kernel for K: rows padded to 16, 32, 64, then to a multiple of 16 (64 < K <= 128 with
  * rows of 128 at K = 128 and batch 4,096 1.29x faster than the tile strategy, at K = 96 1.19x
  * faster than the persistent one, results file 147; rows of 96 at 64 < K <= 96 1.66-1.71x
  * faster than rows of 128 at batches 1,024-8,192, file 162; rows of 80 at K <= 80 1.22-1.37x
  * faster than rows of 96, rows of 112 at 96 < K <= 112 1.34-1.39x faster than rows of 128,
  * file 164); at K = 64 its KX form (no column checks, constant row strides: batches
- * 2,048-4,096 1.02-1.03x, results file 104); not at K = 16, where that form's loads spill 200
+ * 2,048-4,096 1.02-1.03x, results file 104; fuse runs 32 < K < 64 as 64); not at K = 16, where that form's loads spill 200
  * bytes (0.70-0.80x), nor at 32 (0.97-1.03x). Blocks per SM as in warp_kernel's notes; at
- * KP = 80 and 96 `three` picks the form with 3 blocks (168 registers, 8 and 48 bytes of
- * spills) instead of 2 (250 and 254, none): at KP = 96 1.03-1.06x faster at 3,072 samples,
- * 1.06-1.13x at 3,584-8,192, 1.10-1.29x slower at 1,024-2,048, split at 2,560 (files
- * 162-163); at KP = 80 1.05-1.06x at 2,048, 0.97-0.98x at 1,024, level from 4,096 (file 164).
- * At KP = 128 8-sample items (56 bytes of spills), whatever `three`. */
-template <int KP> static warp_fn warp_pick_fn(int K, bool three) {
-    if constexpr (warp_samples<KP>() == 8)
-        return warp_kernel<KP, false, 2>;
-    else if constexpr (KP == 64)
-        return K == KP ? warp_kernel<KP, true, 3> : warp_kernel<KP, false, 3>;
-    else if constexpr (KP == 80 || KP == 96)
-        return three ? warp_kernel<KP, false, 3> : warp_kernel<KP, false, 2>;
-    else
-        return warp_kernel<KP, false, KP >= 112 ? 2 : 5>;
+ * KP = 80 and 96 THREE has 3 blocks (168 registers, 8 and 48 bytes of spills) instead of 2
+ * (250 and 254, none). EIGHT at KP >= 64 (168 registers; 0-100 bytes of spills), and only it
+ * at KP = 128; other forms fall back to TWO. */
+template <int KP> static warp_fn warp_pick_fn(int K, int form) {
+    if constexpr (KP == 128) {
+        return warp_kernel<KP, false, 2, 8>;
+    } else {
+        if constexpr (KP >= 64) {
+            if (form == WARP_EIGHT) return warp_kernel<KP, false, 2, 8>;
+        }
+        if constexpr (KP == 64)
+            return warp_kernel<KP, true, 3, 16>;
+        else if constexpr (KP == 80 || KP == 96)
+            return form == WARP_THREE ? warp_kernel<KP, false, 3, 16>
+                                      : warp_kernel<KP, false, 2, 16>;
+        else
+            return warp_kernel<KP, false, KP >= 112 ? 2 : 5, 16>;
+    }
 }
 
-/* The kernel for K and how it is launched: threads per block, samples per item, dynamic
- * shared memory. */
+/* The kernel for K and a form, and how it is launched: threads per block, samples per item,
+ * dynamic shared memory. */
 struct warp_launch {
     warp_fn fn;
     int threads, samples;
     size_t smem;
 };
-template <int KP> static warp_launch warp_pick_kp(int K, bool three) {
-    return {warp_pick_fn<KP>(K, three), warp_threads<KP>(), warp_samples<KP>(),
-            warp_smem_bytes<KP>()};
+template <int KP> static warp_launch warp_pick_kp(int K, int form) {
+    if (KP == 128 || (KP >= 64 && form == WARP_EIGHT))
+        return {warp_pick_fn<KP>(K, form), warp_threads<8>(), 8, warp_smem_bytes<KP, 8>()};
+    return {warp_pick_fn<KP>(K, form), warp_threads<16>(), 16, warp_smem_bytes<KP, 16>()};
 }
 
-static warp_launch warp_pick(int K, bool three) {
-    return K <= 16    ? warp_pick_kp<16>(K, three)
-           : K <= 32  ? warp_pick_kp<32>(K, three)
-           : K <= 64  ? warp_pick_kp<64>(K, three)
-           : K <= 80  ? warp_pick_kp<80>(K, three)
-           : K <= 96  ? warp_pick_kp<96>(K, three)
-           : K <= 112 ? warp_pick_kp<112>(K, three)
-                      : warp_pick_kp<128>(K, three);
+static warp_launch warp_pick(int K, int form) {
+    return K <= 16    ? warp_pick_kp<16>(K, form)
+           : K <= 32  ? warp_pick_kp<32>(K, form)
+           : K <= 64  ? warp_pick_kp<64>(K, form)
+           : K <= 80  ? warp_pick_kp<80>(K, form)
+           : K <= 96  ? warp_pick_kp<96>(K, form)
+           : K <= 112 ? warp_pick_kp<112>(K, form)
+                      : warp_pick_kp<128>(K, form);
 }
 
-/* Whether a pass of n samples takes the 3-block form at 64 < K <= 96: from
- * WARP_THREE_PER_SM samples per SM (2,640 on 132 SMs), where the gangs fill the resident
- * blocks many times over and more warps per SM cover more of each other's waits. */
+/* The form for a pass of n samples. 8-sample items at K = 128, and where the gangs fill the
+ * GPU only a few times: up to WARP_EIGHT_PER_SM samples per SM at 64 < K <= 112, up to
+ * WARP_EIGHT_PER_SM_64 at 32 < K <= 64 (results file 173, against 16-sample items: 1.24-1.33x
+ * faster at 256-512 samples, 1.07-1.20x at 768-1,024, at 1,536 1.02-1.06x above K = 64 and
+ * 0.93x at 64, at 2,048 0.98-1.01x and 0.90x, at 4,096 0.75-0.94x). Above that at
+ * 64 < K <= 96 the 3-block form from WARP_THREE_PER_SM samples per SM (2,640 on 132 SMs),
+ * where the gangs fill the resident blocks many times over and more warps per SM cover more
+ * of each other's waits. */
+#ifndef WARP_EIGHT_PER_SM
+#define WARP_EIGHT_PER_SM 12
+#endif
+#ifndef WARP_EIGHT_PER_SM_64
+#define WARP_EIGHT_PER_SM_64 8
+#endif
 #ifndef WARP_THREE_PER_SM
 #define WARP_THREE_PER_SM 20
 #endif
-static bool warp_three(int K, int64_t n, int sms) {
-    return K > 64 && K <= 96 && n > (int64_t)WARP_THREE_PER_SM * sms;
+static int warp_form(int K, int64_t n, int sms) {
+    if (K > 112) return WARP_EIGHT;
+    if (K > 32 && n <= (int64_t)(K > 64 ? WARP_EIGHT_PER_SM : WARP_EIGHT_PER_SM_64) * sms)
+        return WARP_EIGHT;
+    if (K > 64 && K <= 96 && n > (int64_t)WARP_THREE_PER_SM * sms) return WARP_THREE;
+    return WARP_TWO;
 }
 
 /* Whether the input rows (V (C + 1), staged as int32) fit the warp strategy. */
@@ -835,10 +848,9 @@ extern "C" int pc_gpu_fuse_warp_takes(const pc_gpu_state *s) {
     return (int64_t)s->V * (s->C + 1) <= INT32_MAX;
 }
 
-/* The warp kernel's shared memory and resident grid, into s->grid_warp and grid_warp_three
- * (its forms' resident blocks; the same form but at 64 < K <= 96) (the tiles and
- * counters are the caller's: 16-sample runs, as the persistent strategy's); sets warp_ok, so
- * that the slot plan adds the chains. */
+/* The warp kernel's shared memory and resident grid of each form, into s->grid_warp (the tiles
+ * and counters are the caller's: 16-sample runs, as the persistent strategy's); sets warp_ok,
+ * so that the slot plan adds the chains. */
 extern "C" pc_status pc_gpu_fuse_warp_prepare(pc_gpu_state *s) {
     pc_status st = PC_OK;
     int per_sm = 0;
@@ -849,13 +861,13 @@ extern "C" pc_status pc_gpu_fuse_warp_prepare(pc_gpu_state *s) {
         return pc_fail(PC_ERR_UNSUPPORTED,
                        "fuse warp strategy: %d variables of %d values make more input rows "
                        "than an int32 counts", s->V, s->C + 1);
-    for (int three = 0; three < 2; three++) {
-        const warp_launch l = warp_pick(s->K, three);
+    for (int form = 0; form < WARP_FORMS; form++) {
+        const warp_launch l = warp_pick(s->K, form);
         PC_GPU_CHECK(cudaFuncSetAttribute(l.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           (int)l.smem));
         PC_GPU_CHECK(
             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, l.fn, l.threads, l.smem));
-        (three ? s->grid_warp_three : s->grid_warp) = s->sms * (per_sm > 0 ? per_sm : 1);
+        s->grid_warp[form] = s->sms * (per_sm > 0 ? per_sm : 1);
     }
     s->warp_ok = 1;
 fail:
@@ -1022,8 +1034,8 @@ static bool warp_queue_by_path(int64_t gangs, int grid) {
 extern "C" pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args *a,
                                               cudaStream_t stream) {
     pc_status st = PC_OK;
-    const bool three = warp_three(s->K, a->n, s->sms);
-    const warp_launch l = warp_pick(s->K, three);
+    const int form = warp_form(s->K, a->n, s->sms);
+    const warp_launch l = warp_pick(s->K, form);
     const int64_t tiles = (int64_t)a->tiles * (WARP_TILE / l.samples), nw = l.threads / 32;
     const int64_t total = (int64_t)s->chains.num_chains * ((tiles + nw - 1) / nw);
     if (total > INT32_MAX)
@@ -1031,7 +1043,7 @@ extern "C" pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args
                        "fuse warp strategy: %d chains make %lld work gangs for %d samples, more "
                        "than the queue counts (2^31 - 1)", s->chains.num_chains,
                        (long long)total, a->n);
-    const int resident = three ? s->grid_warp_three : s->grid_warp;
+    const int resident = s->grid_warp[form];
     const int grid = total < resident ? (int)total : resident;
     pc_gpu_args b = *a;
     b.chain_queue =

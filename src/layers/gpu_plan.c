@@ -366,9 +366,7 @@ int pc_gpu_fuse_warp_k(int32_t K) { return K >= 1 && K <= PC_GPU_WARP_MAX_K; }
 int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms) {
     if (!pc_gpu_fuse_warp_k(K)) return 0;
     if (K <= 64) return pc_gpu_tile_samples(n, sms) > (K <= 32 ? 8 : 4);
-    if (K <= 80) return 1;
-    if (K <= 96) return 2 * n > 3 * (int64_t)sms;
-    if (K <= 112) return 2 * n > 5 * (int64_t)sms;
+    if (K <= 112) return 1;
     return n > 4 * (int64_t)sms;
 }
 

@@ -109,13 +109,10 @@ int pc_gpu_fuse_warp_k(int32_t K);
  * hold more than 8 samples (K <= 32) or 4 (32 < K <= 64); at 112 < K <= 128 (which fuse runs
  * as 128, pc_gpu_fuse_states) once it would hold more than 4 (n > 4 sms: the warp strategy's
  * 8-sample items 1.13-1.38x faster than the tile and persistent kernels at 529-1,056
- * samples, 0.93x at 512, file 171); at 64 < K <= 80,
- * rows of 80, at every n (K = 72 and 80: 1.02-1.03x the persistent kernel at 16 samples,
- * 1.05-1.07x at 64, 1.13-1.14x at 100-132, 1.18-1.20x at 200, file 167; tile 1.7x slower
- * there, file 163); at 80 < K <= 96, rows of 96, from n > 3 sms / 2 (K = 96: 0.87 and 0.93x
- * the persistent kernel at 16 and 64 samples, 1.00x at 132, 1.05x at 200, file 163); at
- * 96 < K <= 112, rows of 112, from n > 5 sms / 2 (K = 100 and 112: 0.95 and 0.96x at 264,
- * 1.04x at 396, file 164). A tile block's time grows with its samples, so the tile strategy's
+ * samples, 0.93x at 512, file 171); at 64 < K <= 112 (rows of 80, 96, 112) at every n: with
+ * 8-sample items at small batches (file 173) warp ran faster than the persistent kernel at
+ * every batch of 16-330 samples (K = 72: 1.35-1.53x; K = 88 and 96: 1.24-1.44x; K = 100 and
+ * 112: 1.05-1.27x), and the tile kernel was 1.7x slower there (file 163). A tile block's time grows with its samples, so the tile strategy's
  * time is a staircase in n while the warp strategy's grows smoothly (the measurements are in
  * cuda_fuse.cu). */
 int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms);
