@@ -453,6 +453,34 @@ static void test_fuse_states(void **state) {
     assert_int_equal(pc_gpu_fuse_states(254), 256);
 }
 
+/* The warp strategy's item forms: 8-sample items at K > 112 and, up to 12 samples per SM at
+ * 64 < K <= 112 and up to 8 at 32 < K <= 64, below; the 3-block form above 20 per SM at
+ * 64 < K <= 96; else 16-sample items. */
+static void test_warp_form(void **state) {
+    (void)state;
+    assert_int_equal(pc_gpu_warp_form(128, 1, 132), PC_GPU_WARP_EIGHT);
+    assert_int_equal(pc_gpu_warp_form(128, 1 << 20, 132), PC_GPU_WARP_EIGHT);
+    assert_int_equal(pc_gpu_warp_form(32, 16, 132), PC_GPU_WARP_TWO);
+    assert_int_equal(pc_gpu_warp_form(64, 1056, 132), PC_GPU_WARP_EIGHT);
+    assert_int_equal(pc_gpu_warp_form(64, 1057, 132), PC_GPU_WARP_TWO);
+    assert_int_equal(pc_gpu_warp_form(96, 1584, 132), PC_GPU_WARP_EIGHT);
+    assert_int_equal(pc_gpu_warp_form(96, 1585, 132), PC_GPU_WARP_TWO);
+    assert_int_equal(pc_gpu_warp_form(96, 2641, 132), PC_GPU_WARP_THREE);
+    assert_int_equal(pc_gpu_warp_form(112, 4096, 132), PC_GPU_WARP_TWO);
+    for (int rep = 0; rep < 20000; rep++) {
+        const int32_t sms = (int32_t)pc_hr_int(1, 200), K = (int32_t)pc_hr_int(1, 128);
+        const int64_t n = pc_hr_int(1, 20000);
+        const int want = K > 112                            ? PC_GPU_WARP_EIGHT
+                         : K > 64 && n <= 12 * (int64_t)sms ? PC_GPU_WARP_EIGHT
+                         : K > 32 && K <= 64 && n <= 8 * (int64_t)sms ? PC_GPU_WARP_EIGHT
+                         : K > 64 && K <= 96 && n > 20 * (int64_t)sms ? PC_GPU_WARP_THREE
+                                                                      : PC_GPU_WARP_TWO;
+        if (pc_gpu_warp_form(K, n, sms) != want)
+            fail_msg("K = %d, n = %lld on %d SMs: form %d, want %d", K, (long long)n, sms,
+                     pc_gpu_warp_form(K, n, sms), want);
+    }
+}
+
 static void test_bad_arguments(void **state) {
     (void)state;
     int32_t slots = 0;
@@ -476,6 +504,7 @@ int main(void) {
         cmocka_unit_test(test_split_layers),
         cmocka_unit_test(test_fuse_choice),
         cmocka_unit_test(test_fuse_states),
+        cmocka_unit_test(test_warp_form),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

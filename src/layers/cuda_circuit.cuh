@@ -139,7 +139,7 @@ struct pc_gpu_state {
     int tile_ok;           /* fuse: runs the tile strategy (K <= 128 and the circuit fits) */
     int warp_ok;           /* fuse: can run the warp strategy (K <= PC_GPU_WARP_MAX_K) */
     pc_gpu_chains chains;  /* the warp strategy's chains (host), when warp_ok */
-    int32_t grid_warp[3];  /* fuse warp strategy: resident blocks of each of its forms */
+    int32_t grid_warp[PC_GPU_WARP_FORMS]; /* fuse warp strategy: resident blocks per form */
     const char *last_strategy; /* fuse: the strategy of the last forward pass run */
     /* host copies of the plan */
     pc_gpu_group *h_groups;

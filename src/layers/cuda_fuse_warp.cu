@@ -49,7 +49,7 @@
  * as 16-byte words. Outputs come back as (row g or g + 8, columns 2t and 2t + 1 of each 8-wide
  * n-tile).
  *
- * 8-sample items (warp_form picks them at K = 128, and at 32 < K <= 112 for batches of up
+ * 8-sample items (pc_gpu_warp_form picks them at K = 128, and at 32 < K <= 112 for batches of up
  * to 8 or 12 samples per SM). At K = 128 a 16-sample item's operands took 128 of a
  * lane's 255 registers, two warps per scheduler, and each warp's gathers, logs and barriers
  * hid only behind the other's product (the tensor cores 42 % busy over a pass, results file
@@ -62,7 +62,7 @@
  * with three. In the kernel at K = 128 against 16-sample items: 1.22x at 1,024 samples, 1.10x
  * at 2,048, 1.04x at 4,096 (2.645 -> 2.552 ms), 1.03x at 8,192 (file 170). At K = 96 and 112
  * they ran 1.13-1.14x faster at 1,024 but 0.86-0.94x at 4,096-8,192: there more items hide
- * each other's latency only while the gangs fill the GPU a few times (warp_form). */
+ * each other's latency only while the gangs fill the GPU a few times (pc_gpu_warp_form). */
 #include "layers/cuda_circuit.cuh"
 
 #include <float.h>
@@ -763,10 +763,6 @@ static __global__ void __launch_bounds__(warp_threads<S>(), BLOCKS)
 
 typedef void (*warp_fn)(pc_gpu_args, int);
 
-/* The kernel's forms: 16-sample items with the blocks per SM of warp_kernel's notes (TWO), the
- * same with 3 blocks at 64 < K <= 96 (THREE), 8-sample items (EIGHT). */
-enum { WARP_TWO, WARP_THREE, WARP_EIGHT, WARP_FORMS };
-
 /* The kernel for K: rows padded to 16, 32, 64, then to a multiple of 16 (64 < K <= 128 with
  * rows of 128 at K = 128 and batch 4,096 1.29x faster than the tile strategy, at K = 96 1.19x
  * faster than the persistent one, results file 147; rows of 96 at 64 < K <= 96 1.66-1.71x
@@ -777,18 +773,18 @@ enum { WARP_TWO, WARP_THREE, WARP_EIGHT, WARP_FORMS };
  * bytes (0.70-0.80x), nor at 32 (0.97-1.03x). Blocks per SM as in warp_kernel's notes; at
  * KP = 80 and 96 THREE has 3 blocks (168 registers, 8 and 48 bytes of spills) instead of 2
  * (250 and 254, none). EIGHT at KP >= 64 (168 registers; 0-100 bytes of spills), and only it
- * at KP = 128; other forms fall back to TWO. */
+ * at KP = 128; other forms fall back to TWO. pc_gpu_warp_form (gpu_plan.c) picks the form. */
 template <int KP> static warp_fn warp_pick_fn(int K, int form) {
     if constexpr (KP == 128) {
         return warp_kernel<KP, false, 2, 8>;
     } else {
         if constexpr (KP >= 64) {
-            if (form == WARP_EIGHT) return warp_kernel<KP, false, 2, 8>;
+            if (form == PC_GPU_WARP_EIGHT) return warp_kernel<KP, false, 2, 8>;
         }
         if constexpr (KP == 64)
             return warp_kernel<KP, true, 3, 16>;
         else if constexpr (KP == 80 || KP == 96)
-            return form == WARP_THREE ? warp_kernel<KP, false, 3, 16>
+            return form == PC_GPU_WARP_THREE ? warp_kernel<KP, false, 3, 16>
                                       : warp_kernel<KP, false, 2, 16>;
         else
             return warp_kernel<KP, false, KP >= 112 ? 2 : 5, 16>;
@@ -803,7 +799,7 @@ struct warp_launch {
     size_t smem;
 };
 template <int KP> static warp_launch warp_pick_kp(int K, int form) {
-    if (KP == 128 || (KP >= 64 && form == WARP_EIGHT))
+    if (KP == 128 || (KP >= 64 && form == PC_GPU_WARP_EIGHT))
         return {warp_pick_fn<KP>(K, form), warp_threads<8>(), 8, warp_smem_bytes<KP, 8>()};
     return {warp_pick_fn<KP>(K, form), warp_threads<16>(), 16, warp_smem_bytes<KP, 16>()};
 }
@@ -816,31 +812,6 @@ static warp_launch warp_pick(int K, int form) {
            : K <= 96  ? warp_pick_kp<96>(K, form)
            : K <= 112 ? warp_pick_kp<112>(K, form)
                       : warp_pick_kp<128>(K, form);
-}
-
-/* The form for a pass of n samples. 8-sample items at K = 128, and where the gangs fill the
- * GPU only a few times: up to WARP_EIGHT_PER_SM samples per SM at 64 < K <= 112, up to
- * WARP_EIGHT_PER_SM_64 at 32 < K <= 64 (results file 173, against 16-sample items: 1.24-1.33x
- * faster at 256-512 samples, 1.07-1.20x at 768-1,024, at 1,536 1.02-1.06x above K = 64 and
- * 0.93x at 64, at 2,048 0.98-1.01x and 0.90x, at 4,096 0.75-0.94x). Above that at
- * 64 < K <= 96 the 3-block form from WARP_THREE_PER_SM samples per SM (2,640 on 132 SMs),
- * where the gangs fill the resident blocks many times over and more warps per SM cover more
- * of each other's waits. */
-#ifndef WARP_EIGHT_PER_SM
-#define WARP_EIGHT_PER_SM 12
-#endif
-#ifndef WARP_EIGHT_PER_SM_64
-#define WARP_EIGHT_PER_SM_64 8
-#endif
-#ifndef WARP_THREE_PER_SM
-#define WARP_THREE_PER_SM 20
-#endif
-static int warp_form(int K, int64_t n, int sms) {
-    if (K > 112) return WARP_EIGHT;
-    if (K > 32 && n <= (int64_t)(K > 64 ? WARP_EIGHT_PER_SM : WARP_EIGHT_PER_SM_64) * sms)
-        return WARP_EIGHT;
-    if (K > 64 && K <= 96 && n > (int64_t)WARP_THREE_PER_SM * sms) return WARP_THREE;
-    return WARP_TWO;
 }
 
 /* Whether the input rows (V (C + 1), staged as int32) fit the warp strategy. */
@@ -861,7 +832,7 @@ extern "C" pc_status pc_gpu_fuse_warp_prepare(pc_gpu_state *s) {
         return pc_fail(PC_ERR_UNSUPPORTED,
                        "fuse warp strategy: %d variables of %d values make more input rows "
                        "than an int32 counts", s->V, s->C + 1);
-    for (int form = 0; form < WARP_FORMS; form++) {
+    for (int form = 0; form < PC_GPU_WARP_FORMS; form++) {
         const warp_launch l = warp_pick(s->K, form);
         PC_GPU_CHECK(cudaFuncSetAttribute(l.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           (int)l.smem));
@@ -1034,7 +1005,7 @@ static bool warp_queue_by_path(int64_t gangs, int grid) {
 extern "C" pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args *a,
                                               cudaStream_t stream) {
     pc_status st = PC_OK;
-    const int form = warp_form(s->K, a->n, s->sms);
+    const int form = pc_gpu_warp_form(s->K, a->n, s->sms);
     const warp_launch l = warp_pick(s->K, form);
     const int64_t tiles = (int64_t)a->tiles * (WARP_TILE / l.samples), nw = l.threads / 32;
     const int64_t total = (int64_t)s->chains.num_chains * ((tiles + nw - 1) / nw);

@@ -370,6 +370,15 @@ int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms) {
     return n > 4 * (int64_t)sms;
 }
 
+int pc_gpu_warp_form(int32_t K, int64_t n, int32_t sms) {
+    if (K > 112) return PC_GPU_WARP_EIGHT;
+    if (K > 32 &&
+        n <= (int64_t)(K > 64 ? PC_GPU_WARP_EIGHT_PER_SM : PC_GPU_WARP_EIGHT_PER_SM_64) * sms)
+        return PC_GPU_WARP_EIGHT;
+    if (K > 64 && K <= 96 && n > (int64_t)PC_GPU_WARP_THREE_PER_SM * sms) return PC_GPU_WARP_THREE;
+    return PC_GPU_WARP_TWO;
+}
+
 int pc_gpu_fuse_takes_tile(int32_t K, int64_t n, int32_t sms) {
     if (K <= 64) return 1;
     if (K <= 112 || K > 128) return 0;

@@ -132,6 +132,25 @@ int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms);
  * measurements are in cuda_fuse.cu). */
 int pc_gpu_fuse_takes_tile(int32_t K, int64_t n, int32_t sms);
 
+/* The warp strategy's item forms (cuda_fuse_warp.cu): 16-sample items with the kernel's usual
+ * blocks per SM (TWO), the same with 3 blocks at 64 < K <= 96 (THREE), 8-sample items, whose
+ * operands take half the registers (EIGHT). */
+enum { PC_GPU_WARP_TWO, PC_GPU_WARP_THREE, PC_GPU_WARP_EIGHT, PC_GPU_WARP_FORMS };
+#define PC_GPU_WARP_EIGHT_PER_SM 12    /* 8-sample items up to this many samples per SM ... */
+#define PC_GPU_WARP_EIGHT_PER_SM_64 8  /* ... and this many at 32 < K <= 64 */
+#define PC_GPU_WARP_THREE_PER_SM 20    /* the 3-block form above this many */
+
+/* The warp strategy's form for a pass of n samples at K (fuse's states: pc_gpu_fuse_states)
+ * on sms SMs: 8-sample items at K > 112 (file 170: 1.03-1.22x faster than 16-sample items at
+ * K = 128 and 1,024-8,192 samples), and where the gangs fill the GPU only a few times, up to
+ * PC_GPU_WARP_EIGHT_PER_SM samples per SM at 64 < K <= 112 and PC_GPU_WARP_EIGHT_PER_SM_64 at
+ * 32 < K <= 64 (file 173: 1.18-1.33x at 256-512 samples, 1.07-1.20x at 768-1,024; at 1,536
+ * 1.02-1.05x above K = 64 and 0.93x at 64, at 2,048 0.90-1.01x, at 4,096 0.75-0.94x); above,
+ * at 64 < K <= 96 the 3-block form from PC_GPU_WARP_THREE_PER_SM (2,640 on 132 SMs: 1.03-1.13x
+ * at 3,072-8,192, files 162-163), where the gangs fill the resident blocks many times over;
+ * else TWO (always at K <= 32). */
+int pc_gpu_warp_form(int32_t K, int64_t n, int32_t sms);
+
 /* The most variables of a group above a chain's bottom: the warp strategy multiplies such a
  * group's inputs into the message from below in FP64, one factor per variable, each 0 or at
  * least 2^-126, so at most 8 factors keep every nonzero product above FP64's 2^-1022. */
