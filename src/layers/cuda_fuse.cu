@@ -522,7 +522,8 @@ extern "C" const pc_gpu_impl pc_gpu_fuse_persistent_impl = {
  *   - the warp strategy (cuda_fuse_warp.cu) for K <= 64 where the tile strategy would put
  *     more than 8 samples in a block at K <= 32, more than 4 at 32 < K <= 64 and at K = 128
  *     (8-sample items; from 4 samples per SM), at 64 < K <= 112 (rows of 80, 96, 112) at
- *     every batch (pc_gpu_fuse_takes_warp): enough warp items to fill the GPU, each without a barrier;
+ *     every batch (pc_gpu_fuse_takes_warp): enough warp items to fill the GPU, each without
+ *     a barrier;
  *   - else the tile strategy (no waits between blocks) up to K = 64, at K = 128 with blocks
  *     of 4 samples (beyond, where the warp strategy cannot take the circuit, up to two waves
  *     of 32-sample blocks) but not where its blocks leave most SMs idle (n <= SMs,

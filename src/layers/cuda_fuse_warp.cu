@@ -102,7 +102,7 @@ static __device__ __forceinline__ void warp_load4(const float *p, int k, int K, 
 }
 
 /* Lanes wait (one child each) until every child chain of a chain's bottom g has finished the
- * item's 16 samples; then their writes are visible to the whole warp. (Chains have slots of
+ * item's 16-sample tile t; then their writes are visible to the whole warp. (Chains have slots of
  * their own, so no chain waits on the reader of a slot's previous message.) */
 static __device__ __forceinline__ void warp_wait(const pc_gpu_args &a, const pc_gpu_group &g,
                                                  int t, int lane) {
@@ -207,8 +207,8 @@ static __device__ __forceinline__ void warp_stage_w(const float *w, float *ws) {
 }
 
 /* Shared memory of a block, in floats: the gang's exp(w) (K > 16); per warp the message a
- * chain's group hands to the next, [16 rows][warp_ld], and the input rows of its chain's
- * variables, [WARP_STAGE_VARS][16 samples] (int). One exp(w) buffer: a second one, to copy the
+ * chain's group hands to the next, [S rows][warp_ld], and the input rows of its chain's
+ * variables, [WARP_STAGE_VARS][S samples] (int). One exp(w) buffer: a second one, to copy the
  * next group's during this one's product, was measured slower (K = 64, batch 4096: 1.40
  * against 1.34 ms; the extra 17 KB per block leave less L1). */
 template <int KP> static __host__ __device__ constexpr int warp_ws_floats() {
@@ -240,9 +240,9 @@ template <int S> static __device__ __forceinline__ int warp_fallback(int b0, int
     return S == 16 || b0 < n ? b0 : n - 1;
 }
 
-/* Stages the window at r.w0: srow[i][s] = v (C + 1) + x[b0 + s][v] for variable v = w0 + i
- * (C where missing; samples past n read warp_fallback's), lane i for variable w0 + i. One round of loads
- * (variable, pixels) per 32 variables, where walking the groups' variables took three
+/* Stages the window at r.w0: srow[i][s] = v (C + 1) + x[b0 + s][v] for variable v = w0 + i (C
+ * where missing; samples past n read warp_fallback's), lane i for variable w0 + i. One round of
+ * loads (variable, pixels) per 32 variables, where walking the groups' variables took three
  * dependent loads (variable, pixel, row) per variable, on the tree's critical path (the MNIST
  * tree's largest group has 101 variables: the image's border, constant pixels). */
 template <int S>
@@ -533,7 +533,8 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
     bool ok[H];
 #pragma unroll
     for (int h = 0; h < H; h++)
-        r[h] = b0 + g8 + 8 * h, ok[h] = r[h] < a.n, rr[h] = ok[h] ? r[h] : warp_fallback<S>(b0, a.n);
+        r[h] = b0 + g8 + 8 * h, ok[h] = r[h] < a.n,
+        rr[h] = ok[h] ? r[h] : warp_fallback<S>(b0, a.n);
     warp_rows wr;
     wr.srow = srow, wr.vb = __ldg(a.chain_vb + cb), wr.b0 = b0, wr.w0 = 0;
     wr.nv = __ldg(a.chain_vb + ce) - wr.vb, wr.nb = __ldg(a.chain_vb + cb + 1) - wr.vb;
@@ -634,8 +635,10 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
 #pragma unroll
                         for (int h = 0; h < H; h++) {
                             if (!top) {
-                                *reinterpret_cast<float2 *>(carry + warp_carry_at<KP, S>(g8 + 8 * h, j)) =
-                                    make_float2(pc_gpu_d2f(acc[np][h][0]), pc_gpu_d2f(acc[np][h][1]));
+                                *reinterpret_cast<float2 *>(
+                                    carry + warp_carry_at<KP, S>(g8 + 8 * h, j)) =
+                                    make_float2(pc_gpu_d2f(acc[np][h][0]),
+                                                pc_gpu_d2f(acc[np][h][1]));
                                 continue;
                             }
                             const float v0 = warp_top_log<KP>(acc[np][h][0]);
@@ -740,7 +743,7 @@ static __global__ void __launch_bounds__(warp_threads<S>(), BLOCKS)
     float *carry = smem + warp_ws_floats<KP>() + (threadIdx.x >> 5) * warp_own_floats<KP, S>();
     int *srow = reinterpret_cast<int *>(carry + warp_carry_floats<KP, S>());
     /* S-sample tiles: a.tiles * (WARP_TILE / S), taken from the parameters at each use (a
-     * register of its own spilled at K = 16) */
+     * register of its own spilled at K = 16). */
     const int warp = threadIdx.x >> 5, gangs = (a.tiles * (WARP_TILE / S) + W - 1) / W;
     if (threadIdx.x == 0) s_item[0] = atomicAdd(a.queue, 1);
     __syncthreads();
@@ -754,7 +757,7 @@ static __global__ void __launch_bounds__(warp_threads<S>(), BLOCKS)
         const bool active = t < a.tiles * (WARP_TILE / S);
         if (warp_smem_w<KP>() || active)
             warp_chain<KP, KX, S>(a, __ldg(a.chain_queue + item / gangs), t, lane, active, ws,
-                              carry, srow);
+                                  carry, srow);
         if (threadIdx.x == 0) s_item[it] = next;
         __syncthreads();
         item = s_item[it];
@@ -767,13 +770,13 @@ typedef void (*warp_fn)(pc_gpu_args, int);
  * rows of 128 at K = 128 and batch 4,096 1.29x faster than the tile strategy, at K = 96 1.19x
  * faster than the persistent one, results file 147; rows of 96 at 64 < K <= 96 1.66-1.71x
  * faster than rows of 128 at batches 1,024-8,192, file 162; rows of 80 at K <= 80 1.22-1.37x
- * faster than rows of 96, rows of 112 at 96 < K <= 112 1.34-1.39x faster than rows of 128,
- * file 164); at K = 64 its KX form (no column checks, constant row strides: batches
- * 2,048-4,096 1.02-1.03x, results file 104; fuse runs 32 < K < 64 as 64); not at K = 16, where that form's loads spill 200
- * bytes (0.70-0.80x), nor at 32 (0.97-1.03x). Blocks per SM as in warp_kernel's notes; at
- * KP = 80 and 96 THREE has 3 blocks (168 registers, 8 and 48 bytes of spills) instead of 2
- * (250 and 254, none). EIGHT at KP >= 64 (168 registers; 0-100 bytes of spills), and only it
- * at KP = 128; other forms fall back to TWO. pc_gpu_warp_form (gpu_plan.c) picks the form. */
+ * faster than rows of 96, rows of 112 at 96 < K <= 112 1.34-1.39x faster than rows of 128, file
+ * 164); at K = 64 its KX form (no column checks, constant row strides: batches 2,048-4,096
+ * 1.02-1.03x, results file 104; fuse runs 32 < K < 64 as 64); not at K = 16, where that form's
+ * loads spill 200 bytes (0.70-0.80x), nor at 32 (0.97-1.03x). Blocks per SM as in warp_kernel's
+ * notes; at KP = 80 and 96 THREE has 3 blocks (168 registers, 8 and 48 bytes of spills) instead
+ * of 2 (250 and 254, none). EIGHT at KP >= 64 (168 registers; 0-100 bytes of spills), and only
+ * it at KP = 128; other forms fall back to TWO. pc_gpu_warp_form (gpu_plan.c) picks the form. */
 template <int KP> static warp_fn warp_pick_fn(int K, int form) {
     if constexpr (KP == 128) {
         return warp_kernel<KP, false, 2, 8>;

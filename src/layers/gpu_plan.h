@@ -106,30 +106,29 @@ int32_t pc_gpu_fuse_states(int32_t K);
 int pc_gpu_fuse_warp_k(int32_t K);
 
 /* fuse's choice of its warp strategy at such a K: warp (1) at K <= 64 once a tile block would
- * hold more than 8 samples (K <= 32) or 4 (32 < K <= 64); at 112 < K <= 128 (which fuse runs
- * as 128, pc_gpu_fuse_states) once it would hold more than 4 (n > 4 sms: the warp strategy's
- * 8-sample items 1.13-1.38x faster than the tile and persistent kernels at 529-1,056
- * samples, 0.93x at 512, file 171); at 64 < K <= 112 (rows of 80, 96, 112) at every n: with
- * 8-sample items at small batches (file 173) warp ran faster than the persistent kernel at
- * every batch of 16-330 samples (K = 72: 1.35-1.53x; K = 88 and 96: 1.24-1.44x; K = 100 and
- * 112: 1.05-1.27x), and the tile kernel was 1.7x slower there (file 163). A tile block's time grows with its samples, so the tile strategy's
- * time is a staircase in n while the warp strategy's grows smoothly (the measurements are in
- * cuda_fuse.cu). */
+ * hold more than 8 samples (K <= 32) or 4 (32 < K <= 64); at 112 < K <= 128 (which fuse runs as
+ * 128, pc_gpu_fuse_states) once it would hold more than 4 (n > 4 sms: the warp strategy's
+ * 8-sample items 1.13-1.38x faster than the tile and persistent kernels at 529-1,056 samples,
+ * 0.93x at 512, file 171); at 64 < K <= 112 (rows of 80, 96, 112) at every n: with 8-sample
+ * items at small batches (file 173) warp ran faster than the persistent kernel at every batch
+ * of 16-330 samples (K = 72: 1.35-1.53x; K = 88 and 96: 1.24-1.44x; K = 100 and 112:
+ * 1.05-1.27x), and the tile kernel was 1.7x slower there (file 163). A tile block's time grows
+ * with its samples, so the tile strategy's time is a staircase in n while the warp strategy's
+ * grows smoothly (the measurements are in cuda_fuse.cu). */
 int pc_gpu_fuse_takes_warp(int32_t K, int64_t n, int32_t sms);
 
 /* fuse's choice between its tile and persistent strategies (where it does not take warp): tile
  * (1) at K <= 64, and at K = 128 (four full output columns per lane) up to two waves of blocks
  * of PC_GPU_TILE_MAX_T samples (it won at batches 256-8,192 and lost at 16,384, four waves;
- * fuse takes the warp strategy from 4 samples per SM where it can),
- * but not where its few blocks leave most SMs idle: n <= sms (blocks of 4 samples on at most
- * a quarter of the SMs; at 64 samples 0.51 against the persistent kernel's 0.44 ms) and
- * 4 sms < n < 5 sms (blocks of 8 on under 5/8 of them; at 529 0.95 against 0.82, level at
- * 660, results file 155); likewise at 112 < K < 128, which fuse runs as 128
- * (pc_gpu_fuse_states); never above 128 (the tile kernel's limit) nor at 64 < K <= 112,
- * where the tile kernel multiplies rows padded
- * to 128 and the warp strategy has rows of 80, 96 or 112 (at K = 96 1.37x faster than tile at
- * 396 samples, file 163, at K = 100 and 112 1.07-1.12x at 396-528, file 164; the
- * measurements are in cuda_fuse.cu). */
+ * fuse takes the warp strategy from 4 samples per SM where it can), but not where its few
+ * blocks leave most SMs idle: n <= sms (blocks of 4 samples on at most a quarter of the SMs; at
+ * 64 samples 0.51 against the persistent kernel's 0.44 ms) and 4 sms < n < 5 sms (blocks of 8
+ * on under 5/8 of them; at 529 0.95 against 0.82, level at 660, results file 155); likewise at
+ * 112 < K < 128, which fuse runs as 128 (pc_gpu_fuse_states); never above 128 (the tile
+ * kernel's limit) nor at 64 < K <= 112, where the tile kernel multiplies rows padded to 128 and
+ * the warp strategy has rows of 80, 96 or 112 (at K = 96 1.37x faster than tile at 396 samples,
+ * file 163, at K = 100 and 112 1.07-1.12x at 396-528, file 164; the measurements are in
+ * cuda_fuse.cu). */
 int pc_gpu_fuse_takes_tile(int32_t K, int64_t n, int32_t sms);
 
 /* The warp strategy's item forms (cuda_fuse_warp.cu): 16-sample items with the kernel's usual
