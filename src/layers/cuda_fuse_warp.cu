@@ -777,7 +777,7 @@ typedef void (*warp_fn)(pc_gpu_args, int);
  * notes; at KP = 80 and 96 THREE has 3 blocks (168 registers, 8 and 48 bytes of spills) instead
  * of 2 (250 and 254, none). EIGHT at KP >= 64 (168 registers; 0-100 bytes of spills), and only
  * it at KP = 128; other forms fall back to TWO. pc_gpu_warp_form (gpu_plan.c) picks the form. */
-template <int KP> static warp_fn warp_pick_fn(int K, int form) {
+template <int KP> static warp_fn warp_pick_fn(int form) {
     if constexpr (KP == 128) {
         return warp_kernel<KP, false, 2, 8>;
     } else {
@@ -788,7 +788,7 @@ template <int KP> static warp_fn warp_pick_fn(int K, int form) {
             return warp_kernel<KP, true, 3, 16>;
         else if constexpr (KP == 80 || KP == 96)
             return form == PC_GPU_WARP_THREE ? warp_kernel<KP, false, 3, 16>
-                                      : warp_kernel<KP, false, 2, 16>;
+                                             : warp_kernel<KP, false, 2, 16>;
         else
             return warp_kernel<KP, false, KP >= 112 ? 2 : 5, 16>;
     }
@@ -801,20 +801,20 @@ struct warp_launch {
     int threads, samples;
     size_t smem;
 };
-template <int KP> static warp_launch warp_pick_kp(int K, int form) {
+template <int KP> static warp_launch warp_pick_kp(int form) {
     if (KP == 128 || (KP >= 64 && form == PC_GPU_WARP_EIGHT))
-        return {warp_pick_fn<KP>(K, form), warp_threads<8>(), 8, warp_smem_bytes<KP, 8>()};
-    return {warp_pick_fn<KP>(K, form), warp_threads<16>(), 16, warp_smem_bytes<KP, 16>()};
+        return {warp_pick_fn<KP>(form), warp_threads<8>(), 8, warp_smem_bytes<KP, 8>()};
+    return {warp_pick_fn<KP>(form), warp_threads<16>(), 16, warp_smem_bytes<KP, 16>()};
 }
 
 static warp_launch warp_pick(int K, int form) {
-    return K <= 16    ? warp_pick_kp<16>(K, form)
-           : K <= 32  ? warp_pick_kp<32>(K, form)
-           : K <= 64  ? warp_pick_kp<64>(K, form)
-           : K <= 80  ? warp_pick_kp<80>(K, form)
-           : K <= 96  ? warp_pick_kp<96>(K, form)
-           : K <= 112 ? warp_pick_kp<112>(K, form)
-                      : warp_pick_kp<128>(K, form);
+    return K <= 16    ? warp_pick_kp<16>(form)
+           : K <= 32  ? warp_pick_kp<32>(form)
+           : K <= 64  ? warp_pick_kp<64>(form)
+           : K <= 80  ? warp_pick_kp<80>(form)
+           : K <= 96  ? warp_pick_kp<96>(form)
+           : K <= 112 ? warp_pick_kp<112>(form)
+                      : warp_pick_kp<128>(form);
 }
 
 /* Whether the input rows (V (C + 1), staged as int32) fit the warp strategy. */
