@@ -311,6 +311,15 @@ template <class F> static double median_ms(F launch) {
     return ms[ms.size() / 2];
 }
 
+/* The mean of the n per-warp cycle counts the product loops wrote to cyc (device). */
+static double mean_cycles(const long long *cyc, size_t n) {
+    std::vector<long long> c(n);
+    CHECK(cudaMemcpy(c.data(), cyc, n * sizeof(long long), cudaMemcpyDeviceToHost));
+    double mean = 0.0;
+    for (long long v : c) mean += (double)v / (double)n;
+    return mean;
+}
+
 template <int M, int K> static void shape_rows(int sms, double *out, const char *sass) {
     const bool ok = check_layout<M, K>();
     const int iters = 4096 * 128 / (M * K); /* the same FLOP per warp for every shape */
@@ -373,8 +382,8 @@ int main() {
            "chains (NP) | warps per scheduler | cycles per mma of a warp | per mma and "
            "scheduler | TFLOP/s |\n"
            "|---|---|---|---|---|---|---|\n");
-    long long *cyc;
-    CHECK(cudaMalloc(&cyc, sizeof(long long) * sms * 2 * 4));
+    long long *cyc; /* per warp: up to 16 per SM */
+    CHECK(cudaMalloc(&cyc, sizeof(long long) * sms * 16));
     const auto loop_row = [&](auto kernel, int np, int mode) {
         const size_t smem = (mode == W_F64 ? sizeof(double) : sizeof(float)) * 128 * WLD;
         CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -384,11 +393,7 @@ int main() {
             const int blocks = sms * per_sm, groups = 64;
             const double ms =
                 median_ms([&] { kernel<<<blocks, 128, smem>>>(out, cyc, groups, 1.0); });
-            std::vector<long long> c((size_t)blocks * 4);
-            CHECK(cudaMemcpy(c.data(), cyc, c.size() * sizeof(long long),
-                             cudaMemcpyDeviceToHost));
-            double mean = 0.0;
-            for (long long v : c) mean += (double)v / c.size();
+            const double mean = mean_cycles(cyc, (size_t)blocks * 4);
             const double mma = 128.0 * groups; /* per warp */
             const double flop = 2.0 * 16 * 8 * 16 * mma * blocks * 4;
             printf("| | %s | %d | %d | %.0f | %.0f | %.1f |\n",
@@ -402,13 +407,10 @@ int main() {
     loop_row(product_loop<4, W_F32>, 4, W_F32);
     loop_row(product_loop<2, W_CODE>, 2, W_CODE);
     loop_row(product_loop<2, W_F64>, 2, W_F64);
-    CHECK(cudaFree(cyc));
     /* The 8-sample form: one block of 4 WPS warps per SM. */
     printf("\n| the 8-sample form at K = 128 alone (exp(w) the A operand) | exp(w) in shared "
            "memory | chains (NP) | warps per scheduler | registers | cycles per mma of a warp | "
            "per mma and scheduler | TFLOP/s |\n|---|---|---|---|---|---|---|---|\n");
-    long long *cyc8;
-    CHECK(cudaMalloc(&cyc8, sizeof(long long) * sms * 16));
     const auto loop8_row = [&](auto kernel, int np, bool f64, int wps) {
         const size_t smem = (f64 ? sizeof(double) : sizeof(float)) * 128 * 128;
         cudaFuncAttributes fa;
@@ -417,11 +419,8 @@ int main() {
         CHECK(cudaFuncGetAttributes(&fa, kernel));
         const int blocks = sms, groups = 64;
         const double ms =
-            median_ms([&] { kernel<<<blocks, 128 * wps, smem>>>(out, cyc8, groups, 1.0); });
-        std::vector<long long> c((size_t)blocks * 4 * wps);
-        CHECK(cudaMemcpy(c.data(), cyc8, c.size() * sizeof(long long), cudaMemcpyDeviceToHost));
-        double mean = 0.0;
-        for (long long v : c) mean += (double)v / c.size();
+            median_ms([&] { kernel<<<blocks, 128 * wps, smem>>>(out, cyc, groups, 1.0); });
+        const double mean = mean_cycles(cyc, (size_t)blocks * 4 * wps);
         const double mma = 64.0 * groups; /* per warp */
         const double flop = 2.0 * 16 * 8 * 16 * mma * blocks * 4 * wps;
         printf("| | %s | %d | %d | %d (%zu B local) | %.0f | %.0f | %.1f |\n",
@@ -437,7 +436,7 @@ int main() {
     loop8_row(product_loop8<2, true, 2>, 2, true, 2);
     loop8_row(product_loop8<2, true, 3>, 2, true, 3);
     loop8_row(product_loop8<2, true, 4>, 2, true, 4);
-    CHECK(cudaFree(cyc8));
+    CHECK(cudaFree(cyc));
     CHECK(cudaFree(out));
     return 0;
 }

@@ -720,7 +720,7 @@ static __device__ void warp_chain(const pc_gpu_args &a, int c, int t, int lane, 
 /* The persistent loop: gangs of items (chain-major, chain order) until none is left.
  * Blocks per SM (BLOCKS) by K: 2 of 6 warps (168 registers, 94 KB of shared memory each) at
  * K = 128, 2 of 4 (255) at 96 < K <= 112, 2 (250-254) or 3 (168) at 64 < K <= 96
- * (warp_pick_fn), 3 (168) at K <= 64, 5 (96) at K <= 32; a lane holds H KP / 4 operands in FP64
+ * (warp_pick_kp), 3 (168) at K <= 64, 5 (96) at K <= 32; a lane holds H KP / 4 operands in FP64
  * for the mma (H = 2 rows, 1 with 8-sample items).
  * Fewer warps than fit ran faster (H200, measured with the linear links: K = 64 at
  * 1,024-2,048 samples 1.14-1.16x with 3 blocks instead of 4, 1.00x at 4,096; K = 16
@@ -766,6 +766,17 @@ static __global__ void __launch_bounds__(warp_threads<S>(), BLOCKS)
 
 typedef void (*warp_fn)(pc_gpu_args, int);
 
+/* The kernel for K and a form, and how it is launched: threads per block, samples per item,
+ * dynamic shared memory. */
+struct warp_launch {
+    warp_fn fn;
+    int threads, samples;
+    size_t smem;
+};
+template <int KP, int S> static warp_launch warp_launch_of(warp_fn fn) {
+    return {fn, warp_threads<S>(), S, warp_smem_bytes<KP, S>()};
+}
+
 /* The kernel for K: rows padded to 16, 32, 64, then to a multiple of 16 (64 < K <= 128 with
  * rows of 128 at K = 128 and batch 4,096 1.29x faster than the tile strategy, at K = 96 1.19x
  * faster than the persistent one, results file 147; rows of 96 at 64 < K <= 96 1.66-1.71x
@@ -777,34 +788,23 @@ typedef void (*warp_fn)(pc_gpu_args, int);
  * notes; at KP = 80 and 96 THREE has 3 blocks (168 registers, 8 and 48 bytes of spills) instead
  * of 2 (250 and 254, none). EIGHT at KP >= 64 (168 registers; 0-100 bytes of spills), and only
  * it at KP = 128; other forms fall back to TWO. pc_gpu_warp_form (gpu_plan.c) picks the form. */
-template <int KP> static warp_fn warp_pick_fn(int form) {
+template <int KP> static warp_launch warp_pick_kp(int form) {
     if constexpr (KP == 128) {
-        return warp_kernel<KP, false, 2, 8>;
+        return warp_launch_of<KP, 8>(warp_kernel<KP, false, 2, 8>);
     } else {
         if constexpr (KP >= 64) {
-            if (form == PC_GPU_WARP_EIGHT) return warp_kernel<KP, false, 2, 8>;
+            if (form == PC_GPU_WARP_EIGHT)
+                return warp_launch_of<KP, 8>(warp_kernel<KP, false, 2, 8>);
         }
         if constexpr (KP == 64)
-            return warp_kernel<KP, true, 3, 16>;
+            return warp_launch_of<KP, 16>(warp_kernel<KP, true, 3, 16>);
         else if constexpr (KP == 80 || KP == 96)
-            return form == PC_GPU_WARP_THREE ? warp_kernel<KP, false, 3, 16>
-                                             : warp_kernel<KP, false, 2, 16>;
+            return warp_launch_of<KP, 16>(form == PC_GPU_WARP_THREE
+                                              ? warp_kernel<KP, false, 3, 16>
+                                              : warp_kernel<KP, false, 2, 16>);
         else
-            return warp_kernel<KP, false, KP >= 112 ? 2 : 5, 16>;
+            return warp_launch_of<KP, 16>(warp_kernel<KP, false, KP >= 112 ? 2 : 5, 16>);
     }
-}
-
-/* The kernel for K and a form, and how it is launched: threads per block, samples per item,
- * dynamic shared memory. */
-struct warp_launch {
-    warp_fn fn;
-    int threads, samples;
-    size_t smem;
-};
-template <int KP> static warp_launch warp_pick_kp(int form) {
-    if (KP == 128 || (KP >= 64 && form == PC_GPU_WARP_EIGHT))
-        return {warp_pick_fn<KP>(form), warp_threads<8>(), 8, warp_smem_bytes<KP, 8>()};
-    return {warp_pick_fn<KP>(form), warp_threads<16>(), 16, warp_smem_bytes<KP, 16>()};
 }
 
 static warp_launch warp_pick(int K, int form) {
