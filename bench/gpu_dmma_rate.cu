@@ -4,8 +4,9 @@
  * strategy's product issues m16n8k16 and the persistent kernel's mma items m16n8k8, both
  * through the engine's pc_gpu_dmma16 (layers/cuda_circuit.cuh), which this runs for those two
  * shapes. This measures, per shape, the FP64 FLOP/s of a grid whose warps issue independent
- * mma back to back (8 accumulators per warp, 4 to 32 warps per SM), next to FFMA's FP32 rate,
- * and first checks on one warp that the fragment layout below gives A B exactly (small
+ * mma back to back (8 accumulators per warp, 4 to 32 warps per SM), next to FFMA's FP32 rate
+ * and, for scale, the TF32 mma on the FP32 tensor cores (inexact; a 3xTF32 product takes three
+ * of them), and first checks on one warp that the fragment layout below gives A B exactly (small
  * integers, so FP64 sums are exact). Last, whether mma and FFMA (or DFMA) warps on the same
  * schedulers add up: if they did, an exact product split between the two would beat either.
  * And the warp strategy's product loop at K = 128 alone (product_loop): the cycles a warp
@@ -117,6 +118,27 @@ static __global__ void dmma_rate(double *out, int iters, double x) {
     for (int c = 0; c < CHAINS; c++)
         for (int i = 0; i < M / 4; i++) s += d[c][i];
     if (s == 12345.0) out[threadIdx.x] = s; /* keeps the work alive */
+}
+
+/* The FP32 tensor cores for scale: mma.m16n8k8 with TF32 operands (FP32 sums), CHAINS
+ * independent accumulators per warp. A 3xTF32 product (each FP32 operand split in two TF32
+ * halves, three of these per product) runs at a third of this rate. */
+static __global__ void tf32_rate(float *out, int iters, float x) {
+    uint32_t a[4], b[2];
+    float d[CHAINS][4] = {};
+    for (int i = 0; i < 4; i++) a[i] = __float_as_uint(x + threadIdx.x + i);
+    for (int j = 0; j < 2; j++) b[j] = __float_as_uint(x - threadIdx.x - j);
+    for (int it = 0; it < iters; it++)
+#pragma unroll
+        for (int c = 0; c < CHAINS; c++)
+            asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, "
+                         "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                         : "+f"(d[c][0]), "+f"(d[c][1]), "+f"(d[c][2]), "+f"(d[c][3])
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    float s = 0.0f;
+    for (int c = 0; c < CHAINS; c++)
+        for (int i = 0; i < 4; i++) s += d[c][i];
+    if (s == 12345.0f) out[threadIdx.x] = s;
 }
 
 /* FP32 reference: every thread runs CHAINS independent FFMA chains. */
@@ -351,6 +373,14 @@ int main() {
             [&] { ffma_rate<<<blocks, 128>>>((float *)out, iters, 1.0f); });
         const double flop = 2.0 * CHAINS * (double)iters * blocks * 128;
         printf("| FFMA (FP32) | - | %d | %.4f | %.1f |\n", warps, ms, flop / ms * 1e-9);
+    }
+    for (int warps : {4, 8, 16, 32}) {
+        const int blocks = sms * warps / 4, iters = 4096;
+        const double ms = median_ms(
+            [&] { tf32_rate<<<blocks, 128>>>((float *)out, iters, 1.0f); });
+        const double flop = 2.0 * 16 * 8 * 8 * CHAINS * (double)iters * blocks * 4;
+        printf("| m16n8k8 TF32 (FP32 tensor cores, inexact; 3xTF32 at a third) | - | %d | %.4f | "
+               "%.1f |\n", warps, ms, flop / ms * 1e-9);
     }
     /* Both kinds at once: the rounds of each are set so that each alone takes about the same
      * time; if the SM runs them side by side, both together take that time too. */
