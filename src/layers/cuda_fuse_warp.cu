@@ -37,7 +37,10 @@
  * from an FP32 exp, exp(w) and the linear inputs in FP32, the FP32 product handed up a chain
  * and the FP32 log at its top round). A 3xTF32 product on the FP32 tensor cores was measured
  * first: they sum with truncation, a bias of about 1e-7 per output that added up to 3e-5 nats
- * over a chain of 300 groups (against 2e-6 for the FP32 paths), so it was dropped. The
+ * over a chain of 300 groups (against 2e-6 for the FP32 paths), so it was dropped; in the
+ * 8-sample items at K = 128 it also ran 0.83-0.94x as fast as this product (results file 179:
+ * the TF32 mma has 4.9 times the FP64 rate, so three of them at most 1.6 times, before the
+ * operand splits). The
  * 16 x 8 x 16 shape replaced 8 x 8 x 4 (mma.m8n8k4), which the H200 runs at half the FP64
  * tensor cores' rate (33 against 66 TFLOP/s, bench/gpu_dmma_rate.cu): batch 4,096 K = 64
  * 1.21x (1.028 -> 0.848 ms), K = 32 1.09x, K = 16 1.05x.
