@@ -1,8 +1,8 @@
 /* Lists the fuse warp strategy's chains of a model, in the plan's (queue) order, for
  * bench/warp_queue_sim.py: one line per chain,
  *   <groups> | <children:variables of each group, bottom first> | <chains its bottom reads>
- *   usage: warp_queue_sim MODEL.h5 [MAX_LEN]   (MAX_LEN: groups per chain, default 4, as the
- *   engine's PC_GPU_CHAIN_MAX) */
+ *   usage: warp_queue_sim MODEL.h5 [MAX_LEN]   (MAX_LEN: groups per chain, default 4, the
+ *   engine's short chains, PC_GPU_CHAIN_SHORT) */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -20,7 +20,8 @@ int main(int argc, char **argv) {
     pc_gpu_chains ch = {0};
     pc_status st = pc_hclt_load(argv[1], &model);
     if (st == PC_OK) st = pc_circuit_compile(model, &c);
-    if (st == PC_OK) st = pc_gpu_chain_plan(c, argc > 2 ? atoi(argv[2]) : 4, &ch);
+    if (st == PC_OK) st = pc_gpu_chain_plan(c, argc > 2 ? atoi(argv[2]) : PC_GPU_CHAIN_SHORT,
+                                            PC_GPU_CHAIN_WINDOW_VARS, &ch);
     if (st != PC_OK) {
         fprintf(stderr, "%s: %s\n", argv[1], pc_last_error());
         return 1;

@@ -214,6 +214,11 @@ static void test_shapes(void **state) {
         {"K=128 random, n=1900", 20, 4, 128, 0.3, 0, 0, 1900, 0.1},
         {"K=256 random, n=2049", 10, 3, 256, 0.3, 1, 0, 2049, 0.1},
         {"K=130 random, n=2100", 10, 3, 130, 0.3, 0, 0, 2100, 0.1},
+        /* the warp strategy's long chains above K = 32 (from 24 samples per SM, 3,169 on an
+         * H200: pc_gpu_warp_chains; at K <= 32 always) in 8-sample items at K = 128 and
+         * 16-sample items at K = 64; K = 80 at n = 3,500 above takes them too */
+        {"K=128 random, n=3300", 20, 4, 128, 0.3, 0, 0, 3300, 0.1},
+        {"chain V=120 K=64, n=3400", 120, 3, 64, 0.2, 1, 1, 3400, 0.1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const shape_case *k = &cases[i];

@@ -69,11 +69,12 @@ static int32_t check_plan(const pc_circuit *c) {
     return slots;
 }
 
-/* Checks the chain plan of c with chains of at most max_len groups; returns their number. */
-static int32_t check_chains(const pc_circuit *c, int32_t max_len) {
+/* Checks the chain plan of c with chains of at most max_len groups whose links have at most
+ * max_link_vars variables together; returns their number. */
+static int32_t check_chains(const pc_circuit *c, int32_t max_len, int32_t max_link_vars) {
     const int32_t G = c->num_groups;
     pc_gpu_chains ch = {0};
-    assert_int_equal(pc_gpu_chain_plan(c, max_len, &ch), PC_OK);
+    assert_int_equal(pc_gpu_chain_plan(c, max_len, max_link_vars, &ch), PC_OK);
     const int32_t n = ch.num_chains;
     int32_t *chain_of = malloc(sizeof(int32_t) * (size_t)G);
     assert_non_null(chain_of);
@@ -81,6 +82,11 @@ static int32_t check_chains(const pc_circuit *c, int32_t max_len) {
     assert_true(n >= 1 && n <= G);
     assert_int_equal(ch.begin[0], 0);
     assert_int_equal(ch.begin[n], G);
+    /* link_vars[i]: the variables of chain i's links; full: whether group g could not join
+     * chain i (too long, or too many link variables with g's). */
+    int32_t *link_vars = calloc((size_t)n, sizeof(int32_t));
+    assert_non_null(link_vars);
+#define FULL(i, nv) (ch.begin[(i) + 1] - ch.begin[i] == max_len || link_vars[i] + (nv) > max_link_vars)
     for (int32_t i = 0; i < n; i++) {
         assert_true(ch.begin[i] < ch.begin[i + 1]); /* no empty chain, none too long */
         assert_true(ch.begin[i + 1] - ch.begin[i] <= max_len);
@@ -96,21 +102,27 @@ static int32_t check_chains(const pc_circuit *c, int32_t max_len) {
                  * many variables. */
                 if (nch == 1 && nv <= PC_GPU_CHAIN_LINK_VARS) {
                     const int32_t below = chain_of[c->group_children[c->child_start[g]]];
-                    assert_true(below >= 0);
-                    assert_int_equal(ch.begin[below + 1] - ch.begin[below], max_len);
+                    assert_true(below >= 0 && below < i);
+                    assert_true(FULL(below, nv));
                 }
             } else {
                 assert_int_equal(nch, 1); /* the one child is the group below */
                 assert_true(nv <= PC_GPU_CHAIN_LINK_VARS);
                 assert_int_equal(c->group_children[c->child_start[g]], ch.groups[m - 1]);
+                link_vars[i] += nv;
             }
         }
-        /* The top's parent does not continue the chain, unless it is full. */
-        const int32_t top = ch.groups[ch.begin[i + 1] - 1], p = c->group_parent[top];
-        assert_true(p < 0 || c->child_start[p + 1] - c->child_start[p] != 1 ||
-                    c->var_start[p + 1] - c->var_start[p] > PC_GPU_CHAIN_LINK_VARS ||
-                    ch.begin[i + 1] - ch.begin[i] == max_len);
+        assert_true(link_vars[i] <= max_link_vars);
     }
+    /* The top's parent does not continue the chain, unless it is full. */
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t top = ch.groups[ch.begin[i + 1] - 1], p = c->group_parent[top];
+        const int32_t pv = p < 0 ? 0 : c->var_start[p + 1] - c->var_start[p];
+        assert_true(p < 0 || c->child_start[p + 1] - c->child_start[p] != 1 ||
+                    pv > PC_GPU_CHAIN_LINK_VARS || FULL(i, pv));
+    }
+#undef FULL
+    free(link_vars);
     for (int32_t g = 0; g < G; g++) assert_true(chain_of[g] >= 0);
     /* A bottom's children are tops of earlier chains, found through child_chain; chains come
      * by the step they can start at, one step per group, ties by the longest path of costs to
@@ -246,8 +258,10 @@ static void test_random_circuits(void **state) {
         pc_circuit *c = NULL;
         if (pc_circuit_compile(m, &c) != PC_OK) fail_msg("compile: %s", pc_last_error());
         check_plan(c);
-        check_chains(c, INT32_MAX);
-        check_chains(c, (int32_t)pc_hr_int(1, 5));
+        check_chains(c, INT32_MAX, INT32_MAX);
+        check_chains(c, (int32_t)pc_hr_int(1, 5), INT32_MAX);
+        check_chains(c, INT32_MAX, (int32_t)pc_hr_int(0, 12));
+        check_chains(c, (int32_t)pc_hr_int(1, 8), PC_GPU_CHAIN_WINDOW_VARS);
         check_schedule(c, (int32_t)pc_hr_int(1, 4), (int32_t)pc_hr_int(1, 8),
                        (int32_t)pc_hr_int(0, 40), (int32_t)pc_hr_int(1, 20), -1);
         pc_circuit_free(c);
@@ -265,9 +279,10 @@ static void test_mnist_model(void **state) {
     if (pc_hclt_load(path, &m) != PC_OK) fail_msg("%s", pc_last_error());
     pc_circuit *c = NULL;
     if (pc_circuit_compile(m, &c) != PC_OK) fail_msg("compile: %s", pc_last_error());
-    const int32_t slots = check_plan(c), chains = check_chains(c, INT32_MAX);
+    const int32_t slots = check_plan(c), chains = check_chains(c, INT32_MAX, INT32_MAX);
     int32_t slots_again = 0;
-    assert_int_equal(check_chains(c, 1), c->num_groups); /* one chain per group */
+    assert_int_equal(check_chains(c, 1, INT32_MAX), c->num_groups); /* one chain per group */
+    assert_int_equal(check_chains(c, INT32_MAX, 0), check_chains(c, 1, INT32_MAX)); /* no links */
     print_message("mnist.h5: %d groups, %d layers, %d message slots, %d chains\n",
                   c->num_groups, c->num_layers, slots, chains);
     assert_true(slots < c->num_groups / 2);
@@ -481,12 +496,32 @@ static void test_warp_form(void **state) {
     }
 }
 
+/* Long chains at K <= 32, and above from 24 samples per SM (3,168 on 132 SMs). */
+static void test_warp_chains(void **state) {
+    (void)state;
+    assert_int_equal(pc_gpu_warp_chains(16, 1, 132), PC_GPU_CHAINS_LONG);
+    assert_int_equal(pc_gpu_warp_chains(32, 1 << 20, 132), PC_GPU_CHAINS_LONG);
+    assert_int_equal(pc_gpu_warp_chains(36, 3168, 132), PC_GPU_CHAINS_SHORT);
+    assert_int_equal(pc_gpu_warp_chains(64, 3169, 132), PC_GPU_CHAINS_LONG);
+    assert_int_equal(pc_gpu_warp_chains(128, 2048, 132), PC_GPU_CHAINS_SHORT);
+    assert_int_equal(pc_gpu_warp_chains(128, 4096, 132), PC_GPU_CHAINS_LONG);
+    for (int rep = 0; rep < 20000; rep++) {
+        const int32_t sms = (int32_t)pc_hr_int(1, 200), K = (int32_t)pc_hr_int(1, 128);
+        const int64_t n = pc_hr_int(1, 20000);
+        const int want =
+            K <= 32 || n > 24 * (int64_t)sms ? PC_GPU_CHAINS_LONG : PC_GPU_CHAINS_SHORT;
+        if (pc_gpu_warp_chains(K, n, sms) != want)
+            fail_msg("K = %d, n = %lld on %d SMs: chains %d, want %d", K, (long long)n, sms,
+                     pc_gpu_warp_chains(K, n, sms), want);
+    }
+}
+
 static void test_bad_arguments(void **state) {
     (void)state;
     int32_t slots = 0;
     assert_int_equal(pc_gpu_plan(NULL, NULL, &slots), PC_ERR_ARG);
     pc_gpu_chains ch = {0};
-    assert_int_equal(pc_gpu_chain_plan(NULL, INT32_MAX, &ch), PC_ERR_ARG);
+    assert_int_equal(pc_gpu_chain_plan(NULL, INT32_MAX, INT32_MAX, &ch), PC_ERR_ARG);
     int32_t order[1], begin[2];
     assert_int_equal(pc_gpu_tile_schedule(NULL, NULL, 1, 1, NULL, 1, order, begin), PC_ERR_ARG);
     pc_circuit c = {0};
@@ -505,6 +540,7 @@ int main(void) {
         cmocka_unit_test(test_fuse_choice),
         cmocka_unit_test(test_fuse_states),
         cmocka_unit_test(test_warp_form),
+        cmocka_unit_test(test_warp_chains),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

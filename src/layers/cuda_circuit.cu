@@ -39,7 +39,7 @@ void pc_gpu_release(pc_gpu_state *s, void *ptr, size_t bytes) {
 /* ---- plan ---------------------------------------------------------------------------------*/
 
 /* The slot plan (src/layers/gpu_plan.c, tested without a GPU) into the host copy of the groups;
- * with the warp strategy also its chains, each with a slot of its own. */
+ * with the warp strategy also its chain plans, each chain with a slot of its own. */
 static pc_status plan_slots(pc_gpu_state *s) {
     pc_status st = PC_OK;
     s->h_groups = (pc_gpu_group *)calloc((size_t)s->G, sizeof(pc_gpu_group));
@@ -47,8 +47,13 @@ static pc_status plan_slots(pc_gpu_state *s) {
         return pc_fail(PC_ERR_NOMEM, "GPU plan for %d groups: out of host memory", s->G);
     if ((st = pc_gpu_plan(s->circuit, s->h_groups, &s->num_slots))) return st;
     if (!s->warp_ok) return PC_OK;
-    if ((st = pc_gpu_chain_plan(s->circuit, PC_GPU_CHAIN_MAX, &s->chains))) return st;
-    if (s->chains.num_chains > s->num_slots) s->num_slots = s->chains.num_chains;
+    const int32_t longest[PC_GPU_CHAIN_PLANS] = {PC_GPU_CHAIN_SHORT, PC_GPU_CHAIN_LONG};
+    for (int p = 0; p < PC_GPU_CHAIN_PLANS; p++) {
+        if ((st = pc_gpu_chain_plan(s->circuit, longest[p], PC_GPU_CHAIN_WINDOW_VARS,
+                                    &s->chains[p])))
+            return st;
+        if (s->chains[p].num_chains > s->num_slots) s->num_slots = s->chains[p].num_chains;
+    }
     return PC_OK;
 }
 
@@ -299,9 +304,6 @@ void pc_gpu_fill_args(const pc_gpu_state *s, int64_t n, int buf, int has_missing
     a->child_slot = s->d_child_slot, a->input = s->d_input, a->wexp = s->d_wexp;
     a->wf = s->d_wf, a->wt = s->d_wt;
     a->wq = s->d_wq, a->table = s->d_table, a->root_logw = s->d_root_logw;
-    a->chain_begin = s->d_chain_begin, a->chain_groups = s->d_chain_groups;
-    a->chain_child = s->d_chain_child, a->chain_vb = s->d_chain_vb;
-    a->chain_vars = s->d_chain_vars, a->chain_queue = s->d_chain_queue;
     a->in_lin = s->d_in_lin, a->in_max = s->d_in_max, a->root_wexp = s->d_root_wexp;
     a->x = s->d_x[buf], a->missing = has_missing ? s->d_missing[buf] : NULL;
     a->off = s->d_off, a->rel = s->d_rel, a->logp = s->d_logp[buf];
@@ -430,7 +432,7 @@ void pc_gpu_destroy(void *state) {
     if (s->compute) cudaStreamDestroy(s->compute);
     if (s->copy) cudaStreamDestroy(s->copy);
     free(s->h_groups);
-    pc_gpu_chains_free(&s->chains);
+    for (int p = 0; p < PC_GPU_CHAIN_PLANS; p++) pc_gpu_chains_free(&s->chains[p]);
     pc_circuit_free(s->padded);
     free(s);
 }

@@ -68,7 +68,7 @@ typedef struct pc_gpu_args {
     const int32_t *wq;          /* [G][K][K] Q16.16 base-2 trans_logw at [g][k][j] (int) */
     const int32_t *table;       /* [PC_INT_TABLE_LEN] IntLSE correction table (int) */
     const double *root_logw;    /* [K] */
-    const int32_t *chain_begin;  /* [chains + 1] (fuse warp; gpu_plan.h) */
+    const int32_t *chain_begin;  /* [chains + 1] (fuse warp: the pass's chain plan, gpu_plan.h) */
     const int32_t *chain_groups; /* [G] */
     const int32_t *chain_child;  /* [G - 1] chain (= slot) of each child entry */
     const int32_t *chain_vb;     /* [G + 1] chain_groups[m]'s variables: chain_vars[vb[m] ..
@@ -117,6 +117,13 @@ typedef struct pc_gpu_impl {
 
 #define PC_GPU_GRAPHS 6
 
+/* One chain plan of the warp strategy on the device (gpu_plan.h, cuda_fuse_warp.cu). */
+typedef struct pc_gpu_chain_dev {
+    int32_t *begin, *groups, *child; /* [chains + 1], [G], [G] */
+    int32_t *vb, *vars;              /* [G + 1], [V]: each chain's variables in one range */
+    int32_t *queue;                  /* [2][chains], the queue orders (plan order, by path) */
+} pc_gpu_chain_dev;
+
 typedef struct pc_gpu_graph {
     int64_t n;
     int buf, has_missing, used;
@@ -138,7 +145,8 @@ struct pc_gpu_state {
     int32_t sms;
     int tile_ok;           /* fuse: runs the tile strategy (K <= 128 and the circuit fits) */
     int warp_ok;           /* fuse: can run the warp strategy (K <= PC_GPU_WARP_MAX_K) */
-    pc_gpu_chains chains;  /* the warp strategy's chains (host), when warp_ok */
+    pc_gpu_chains chains[PC_GPU_CHAIN_PLANS]; /* the warp strategy's chain plans (host), when
+                                                 warp_ok (gpu_plan.h) */
     int32_t grid_warp[PC_GPU_WARP_FORMS]; /* fuse warp strategy: resident blocks per form */
     const char *last_strategy; /* fuse: the strategy of the last forward pass run */
     /* host copies of the plan */
@@ -146,9 +154,7 @@ struct pc_gpu_state {
     /* device */
     pc_gpu_group *d_groups;
     int32_t *d_vars, *d_children, *d_child_slot;
-    int32_t *d_chain_begin, *d_chain_groups, *d_chain_child; /* fuse warp */
-    int32_t *d_chain_vb, *d_chain_vars;                      /* fuse warp */
-    int32_t *d_chain_queue; /* fuse warp: [2][chains], the queue orders (plan order, by path) */
+    pc_gpu_chain_dev d_chains[PC_GPU_CHAIN_PLANS]; /* fuse warp */
     float *d_in_lin;                                        /* fuse warp */
     double *d_in_max, *d_root_wexp;                         /* fuse warp */
     float *d_input, *d_wexp, *d_wf, *d_wt;
@@ -225,14 +231,6 @@ extern const pc_gpu_impl pc_gpu_fuse_warp_impl;
  * warp_ok, so that the slot plan adds its chains), its weights and chains (uploaded, counted
  * and released), one forward pass queued; whether it takes the circuit's input rows. Its
  * largest K is PC_GPU_WARP_MAX_K (gpu_plan.h). */
-/* Longest chain of the warp strategy (gpu_plan.h; planned in cuda_circuit.cu). Measured on the
- * H200 (MNIST tree, batch 4096, K = 16 / 32 / 64, ms): chains of at most 2 groups 0.346 /
- * 0.535 / 1.406, at most 4 0.345 / 0.533 / 1.397, unbounded 0.375 / 0.635 / 1.675 (one run);
- * at most 8 0.95 / 0.90 / 0.92x of at most 4 (another run). Long chains hold a warp long while
- * the items above them wait. */
-#ifndef PC_GPU_CHAIN_MAX
-#define PC_GPU_CHAIN_MAX 4
-#endif
 int pc_gpu_fuse_warp_takes(const pc_gpu_state *s);
 pc_status pc_gpu_fuse_warp_prepare(pc_gpu_state *s);
 pc_status pc_gpu_fuse_warp_upload(pc_gpu_state *s);

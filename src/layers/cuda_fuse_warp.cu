@@ -18,8 +18,9 @@
  * of 550 items per tile). Above the bottom a group works in the linear domain (warp_link):
  * the group below hands on its product before the log, and the group multiplies its inputs
  * in, pre-exponentiated, so neither the log of the group below nor this group's exp is taken
- * (K = 64, batch 4096: 1.344 -> 1.197 ms; K = 32 0.526 -> 0.492; K = 16 level). Longer
- * chains were slower (cuda_circuit.cu, PC_GPU_CHAIN_MAX), and so was running a chain, without
+ * (K = 64, batch 4096: 1.344 -> 1.197 ms; K = 32 0.526 -> 0.492; K = 16 level). Chains of at
+ * most 8 groups instead of 4 win where many items hide each other's latency (K <= 32, and
+ * larger batches above: pc_gpu_warp_chains, results file 183). Running a chain, without
  * waits, in the block that finished the last of its children (leaf chains from the queue;
  * 1.11-1.27x slower at batch 4096, three barriers and a serial atomic per chain and block).
  *
@@ -84,7 +85,8 @@ template <int S> static __host__ __device__ constexpr int warp_nw() { return S =
 template <int S> static __host__ __device__ constexpr int warp_threads() {
     return 32 * warp_nw<S>();
 }
-#define WARP_STAGE_VARS 32 /* a chain's variables whose input rows an item stages */
+/* A chain's variables whose input rows an item stages at once (its links' fit: the plan). */
+#define WARP_STAGE_VARS PC_GPU_CHAIN_WINDOW_VARS
 /* Sources whose loads a gather issues together: the bottom's children and variables (at
  * K <= 32; one at K = 64, warp_bottom), a link's variables (32 floats in flight per lane). */
 #define WARP_BOTTOM_U 2
@@ -291,9 +293,9 @@ static __device__ __forceinline__ void warp_window(const pc_gpu_args &a, warp_ro
     }
 }
 
-/* A chain's links take one window, staged once the bottom is done with its variables. */
-static_assert((PC_GPU_CHAIN_MAX - 1) * PC_GPU_CHAIN_LINK_VARS <= WARP_STAGE_VARS,
-              "a chain's links take more variables than a window holds");
+/* A chain's links take one window (the chain plan keeps their variables to it), staged once
+ * the bottom is done with its variables; one variable per lane. */
+static_assert(WARP_STAGE_VARS <= 32, "a window takes one variable per lane");
 
 /* The staged input row of variable i (in the window) for the item's sample s. */
 template <int S>
@@ -856,12 +858,13 @@ static pc_status warp_configure(pc_gpu_state *s) {
     return pc_gpu_fuse_warp_prepare(s);
 }
 
-/* The chains (s->chains, planned with the slots) into s->d_chain_*, with their variables in
- * chain order (chain_vb, chain_vars), so that an item finds all of its chain's in one range,
- * and the two queue orders (warp_queue_by_path picks one): the plan's, then by path. */
-static pc_status warp_upload_chains(pc_gpu_state *s) {
+/* Chain plan p (s->chains[p], planned with the slots) into s->d_chains[p], with the variables
+ * in chain order (vb, vars), so that an item finds all of its chain's in one range, and the two
+ * queue orders (warp_queue_by_path picks one): the plan's, then by path. */
+static pc_status warp_upload_chains(pc_gpu_state *s, int p) {
     pc_status st = PC_OK;
-    const pc_gpu_chains *ch = &s->chains;
+    const pc_gpu_chains *ch = &s->chains[p];
+    pc_gpu_chain_dev *d = &s->d_chains[p];
     const pc_circuit *c = s->circuit;
     const size_t nb = sizeof(int32_t) * ((size_t)ch->num_chains + 1);
     const size_t nq = sizeof(int32_t) * 2 * (size_t)ch->num_chains;
@@ -880,29 +883,29 @@ static pc_status warp_upload_chains(pc_gpu_state *s) {
     }
     for (int32_t i = 0; i < ch->num_chains; i++)
         queue[i] = i, queue[ch->num_chains + i] = ch->by_path[i];
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_begin, nb, "chains"))) goto fail;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_groups, ng, "chain groups"))) goto fail;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_child, ng, "chain children"))) goto fail;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_vb, ng + sizeof(int32_t), "chain variables")))
+    if ((st = pc_gpu_alloc(s, (void **)&d->begin, nb, "chains"))) goto fail;
+    if ((st = pc_gpu_alloc(s, (void **)&d->groups, ng, "chain groups"))) goto fail;
+    if ((st = pc_gpu_alloc(s, (void **)&d->child, ng, "chain children"))) goto fail;
+    if ((st = pc_gpu_alloc(s, (void **)&d->vb, ng + sizeof(int32_t), "chain variables")))
         goto fail;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_vars, nv, "chain variables"))) goto fail;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_chain_queue, nq, "chain queue orders"))) goto fail;
-    PC_GPU_CHECK(cudaMemcpy(s->d_chain_begin, ch->begin, nb, cudaMemcpyHostToDevice));
-    PC_GPU_CHECK(cudaMemcpy(s->d_chain_groups, ch->groups, ng, cudaMemcpyHostToDevice));
+    if ((st = pc_gpu_alloc(s, (void **)&d->vars, nv, "chain variables"))) goto fail;
+    if ((st = pc_gpu_alloc(s, (void **)&d->queue, nq, "chain queue orders"))) goto fail;
+    PC_GPU_CHECK(cudaMemcpy(d->begin, ch->begin, nb, cudaMemcpyHostToDevice));
+    PC_GPU_CHECK(cudaMemcpy(d->groups, ch->groups, ng, cudaMemcpyHostToDevice));
     if (s->G > 1)
-        PC_GPU_CHECK(cudaMemcpy(s->d_chain_child, ch->child_chain, ng - sizeof(int32_t),
+        PC_GPU_CHECK(cudaMemcpy(d->child, ch->child_chain, ng - sizeof(int32_t),
                                 cudaMemcpyHostToDevice));
-    PC_GPU_CHECK(cudaMemcpy(s->d_chain_vb, vb, ng + sizeof(int32_t), cudaMemcpyHostToDevice));
-    PC_GPU_CHECK(cudaMemcpy(s->d_chain_vars, vars, nv, cudaMemcpyHostToDevice));
-    PC_GPU_CHECK(cudaMemcpy(s->d_chain_queue, queue, nq, cudaMemcpyHostToDevice));
+    PC_GPU_CHECK(cudaMemcpy(d->vb, vb, ng + sizeof(int32_t), cudaMemcpyHostToDevice));
+    PC_GPU_CHECK(cudaMemcpy(d->vars, vars, nv, cudaMemcpyHostToDevice));
+    PC_GPU_CHECK(cudaMemcpy(d->queue, queue, nq, cudaMemcpyHostToDevice));
 fail:
     free(vb), free(vars), free(queue);
     return st;
 }
 
-static size_t warp_chain_bytes(const pc_gpu_state *s) {
+static size_t warp_chain_bytes(const pc_gpu_state *s, int p) {
     return sizeof(int32_t) *
-           (3 * (size_t)s->chains.num_chains + 1 + 3 * (size_t)s->G + 1 + (size_t)s->V);
+           (3 * (size_t)s->chains[p].num_chains + 1 + 3 * (size_t)s->G + 1 + (size_t)s->V);
 }
 
 /* The inputs in the linear form of warp_link (rows [V][C + 1], row C the marginal; KP floats
@@ -962,18 +965,20 @@ fail:
     return st;
 }
 
-/* exp(trans_logw) per group (PC_GPU_W_ROWS), the inputs' linear form, and the chains. */
+/* exp(trans_logw) per group (PC_GPU_W_ROWS), the inputs' linear form, and the chain plans. */
 extern "C" pc_status pc_gpu_fuse_warp_upload(pc_gpu_state *s) {
     pc_status st = pc_gpu_upload_padded_w(s, PC_GPU_W_ROWS, &s->d_wf);
     if (st == PC_OK) st = warp_upload_inputs(s);
-    if (st == PC_OK) st = warp_upload_chains(s);
+    for (int p = 0; p < PC_GPU_CHAIN_PLANS && st == PC_OK; p++) st = warp_upload_chains(s, p);
     return st;
 }
 
 /* The chains' slots are the common message buffer's (plan_slots counts them). */
 extern "C" size_t pc_gpu_fuse_warp_bytes(const pc_gpu_state *s, int64_t chunk) {
     (void)chunk;
-    return pc_gpu_padded_w_bytes(s, PC_GPU_W_ROWS) + warp_in_bytes(s) + warp_chain_bytes(s);
+    size_t bytes = pc_gpu_padded_w_bytes(s, PC_GPU_W_ROWS) + warp_in_bytes(s);
+    for (int p = 0; p < PC_GPU_CHAIN_PLANS; p++) bytes += warp_chain_bytes(s, p);
+    return bytes;
 }
 
 extern "C" void pc_gpu_fuse_warp_release(pc_gpu_state *s) {
@@ -982,15 +987,18 @@ extern "C" void pc_gpu_fuse_warp_release(pc_gpu_state *s) {
     pc_gpu_release(s, s->d_in_lin, rows * KP * sizeof(float));
     pc_gpu_release(s, s->d_in_max, rows * sizeof(double));
     pc_gpu_release(s, s->d_root_wexp, KP * sizeof(double));
-    pc_gpu_release(s, s->d_chain_begin, sizeof(int32_t) * ((size_t)s->chains.num_chains + 1));
-    pc_gpu_release(s, s->d_chain_groups, sizeof(int32_t) * (size_t)s->G);
-    pc_gpu_release(s, s->d_chain_child, sizeof(int32_t) * (size_t)s->G);
-    pc_gpu_release(s, s->d_chain_vb, sizeof(int32_t) * ((size_t)s->G + 1));
-    pc_gpu_release(s, s->d_chain_vars, sizeof(int32_t) * (size_t)s->V);
-    pc_gpu_release(s, s->d_chain_queue, sizeof(int32_t) * 2 * (size_t)s->chains.num_chains);
+    for (int p = 0; p < PC_GPU_CHAIN_PLANS; p++) {
+        pc_gpu_chain_dev *d = &s->d_chains[p];
+        const size_t chains = (size_t)s->chains[p].num_chains;
+        pc_gpu_release(s, d->begin, sizeof(int32_t) * (chains + 1));
+        pc_gpu_release(s, d->groups, sizeof(int32_t) * (size_t)s->G);
+        pc_gpu_release(s, d->child, sizeof(int32_t) * (size_t)s->G);
+        pc_gpu_release(s, d->vb, sizeof(int32_t) * ((size_t)s->G + 1));
+        pc_gpu_release(s, d->vars, sizeof(int32_t) * (size_t)s->V);
+        pc_gpu_release(s, d->queue, sizeof(int32_t) * 2 * chains);
+        *d = (pc_gpu_chain_dev){};
+    }
     s->d_wf = s->d_in_lin = NULL, s->d_in_max = s->d_root_wexp = NULL;
-    s->d_chain_begin = s->d_chain_groups = s->d_chain_child = NULL;
-    s->d_chain_vb = s->d_chain_vars = s->d_chain_queue = NULL;
 }
 
 /* Which order the queue hands the chains out in: the plan's (by the step each can start at)
@@ -1012,19 +1020,22 @@ extern "C" pc_status pc_gpu_fuse_warp_enqueue(pc_gpu_state *s, const pc_gpu_args
                                               cudaStream_t stream) {
     pc_status st = PC_OK;
     const int form = pc_gpu_warp_form(s->K, a->n, s->sms);
+    const int plan = pc_gpu_warp_chains(s->K, a->n, s->sms);
+    const int32_t chains = s->chains[plan].num_chains;
+    const pc_gpu_chain_dev *d = &s->d_chains[plan];
     const warp_launch l = warp_pick(s->K, form);
     const int64_t tiles = (int64_t)a->tiles * (WARP_TILE / l.samples), nw = l.threads / 32;
-    const int64_t total = (int64_t)s->chains.num_chains * ((tiles + nw - 1) / nw);
+    const int64_t total = (int64_t)chains * ((tiles + nw - 1) / nw);
     if (total > INT32_MAX)
         return pc_fail(PC_ERR_UNSUPPORTED,
                        "fuse warp strategy: %d chains make %lld work gangs for %d samples, more "
-                       "than the queue counts (2^31 - 1)", s->chains.num_chains,
-                       (long long)total, a->n);
+                       "than the queue counts (2^31 - 1)", chains, (long long)total, a->n);
     const int resident = s->grid_warp[form];
     const int grid = total < resident ? (int)total : resident;
     pc_gpu_args b = *a;
-    b.chain_queue =
-        s->d_chain_queue + (warp_queue_by_path(total, grid) ? s->chains.num_chains : 0);
+    b.chain_begin = d->begin, b.chain_groups = d->groups, b.chain_child = d->child;
+    b.chain_vb = d->vb, b.chain_vars = d->vars;
+    b.chain_queue = d->queue + (warp_queue_by_path(total, grid) ? chains : 0);
     if ((st = pc_gpu_reset_counters(a, stream))) return st;
     l.fn<<<grid, l.threads, l.smem, stream>>>(b, (int)total);
     PC_GPU_CHECK(cudaGetLastError());

@@ -156,22 +156,26 @@ done:
     return st;
 }
 
-pc_status pc_gpu_chain_plan(const pc_circuit *c, int32_t max_len, pc_gpu_chains *out) {
-    if (!c || !out || max_len < 1)
-        return pc_fail(PC_ERR_ARG, "pc_gpu_chain_plan: NULL argument or max_len < 1");
+pc_status pc_gpu_chain_plan(const pc_circuit *c, int32_t max_len, int32_t max_link_vars,
+                           pc_gpu_chains *out) {
+    if (!c || !out || max_len < 1 || max_link_vars < 0)
+        return pc_fail(PC_ERR_ARG,
+                       "pc_gpu_chain_plan: NULL argument, max_len < 1 or max_link_vars < 0");
     const int32_t G = c->num_groups;
     pc_gpu_chains ch = {0};
     int32_t *chain_of = malloc(sizeof(int32_t) * (size_t)G);
+    int32_t *link_vars = malloc(sizeof(int32_t) * (size_t)G); /* per chain */
     ch.begin = malloc(sizeof(int32_t) * (size_t)(G + 1));
     ch.groups = malloc(sizeof(int32_t) * (size_t)G);
     ch.child_chain = malloc(sizeof(int32_t) * (size_t)(G > 1 ? G - 1 : 1));
-    if (!chain_of || !ch.begin || !ch.groups || !ch.child_chain) {
-        free(chain_of), pc_gpu_chains_free(&ch);
+    if (!chain_of || !link_vars || !ch.begin || !ch.groups || !ch.child_chain) {
+        free(chain_of), free(link_vars), pc_gpu_chains_free(&ch);
         return pc_fail(PC_ERR_NOMEM, "GPU chain plan for %d groups: out of host memory", G);
     }
     /* Evaluation order: a group with at most PC_GPU_CHAIN_LINK_VARS variables continues its
-     * only child's chain (if shorter than max_len), or starts one; begin[chain + 1] counts the
-     * members, then turns into offsets. */
+     * only child's chain (if shorter than max_len and if the chain's links keep to
+     * max_link_vars with it), or starts one; begin[chain + 1] counts the members, then turns
+     * into offsets. */
     for (int32_t i = 0; i <= G; i++) ch.begin[i] = 0;
     for (int32_t g = 0; g < G; g++) {
         const int32_t nch = c->child_start[g + 1] - c->child_start[g];
@@ -179,9 +183,16 @@ pc_status pc_gpu_chain_plan(const pc_circuit *c, int32_t max_len, pc_gpu_chains 
         const int32_t below = nch == 1 && nv <= PC_GPU_CHAIN_LINK_VARS
                                   ? chain_of[c->group_children[c->child_start[g]]]
                                   : -1;
-        chain_of[g] = below >= 0 && ch.begin[below + 1] < max_len ? below : ch.num_chains++;
+        if (below >= 0 && ch.begin[below + 1] < max_len && link_vars[below] + nv <= max_link_vars) {
+            chain_of[g] = below;
+            link_vars[below] += nv;
+        } else {
+            chain_of[g] = ch.num_chains++;
+            link_vars[chain_of[g]] = 0;
+        }
         ch.begin[chain_of[g] + 1]++;
     }
+    free(link_vars);
     for (int32_t i = 0; i < ch.num_chains; i++) ch.begin[i + 1] += ch.begin[i];
     /* Members in evaluation order, so bottom to top; begin[i] walks to begin[i + 1] and back. */
     for (int32_t g = 0; g < G; g++) ch.groups[ch.begin[chain_of[g]]++] = g;
@@ -377,6 +388,11 @@ int pc_gpu_warp_form(int32_t K, int64_t n, int32_t sms) {
         return PC_GPU_WARP_EIGHT;
     if (K > 64 && K <= 96 && n > (int64_t)PC_GPU_WARP_THREE_PER_SM * sms) return PC_GPU_WARP_THREE;
     return PC_GPU_WARP_TWO;
+}
+
+int pc_gpu_warp_chains(int32_t K, int64_t n, int32_t sms) {
+    return K <= 32 || n > (int64_t)PC_GPU_CHAIN_LONG_PER_SM * sms ? PC_GPU_CHAINS_LONG
+                                                                   : PC_GPU_CHAINS_SHORT;
 }
 
 int pc_gpu_fuse_takes_tile(int32_t K, int64_t n, int32_t sms) {

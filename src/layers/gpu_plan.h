@@ -154,6 +154,9 @@ int pc_gpu_warp_form(int32_t K, int64_t n, int32_t sms);
  * group's inputs into the message from below in FP64, one factor per variable, each 0 or at
  * least 2^-126, so at most 8 factors keep every nonzero product above FP64's 2^-1022. */
 #define PC_GPU_CHAIN_LINK_VARS 7
+/* The variables of a chain's links together: a warp item stages their input rows at once, one
+ * variable per lane. */
+#define PC_GPU_CHAIN_WINDOW_VARS 32
 
 /* Chains for the fuse warp strategy (cuda_fuse_warp.cu). A chain is a path of groups up the
  * tree in which every group above the first has exactly one child group, the one below it, and
@@ -180,9 +183,24 @@ typedef struct pc_gpu_chains {
                              longest first (ties in chain order): a second queue order */
 } pc_gpu_chains;
 
+/* The warp strategy's two chain plans, and which one a pass of n samples at K (fuse's states)
+ * on sms SMs takes. Long chains save a message, a wait and a gather per group they link, but
+ * hold a warp longer while the items above wait: measured on the H200 (MNIST tree, results
+ * file 183), chains of at most 8 groups against 4 ran 1.04-1.15x faster at K = 16 and 32 and
+ * 1,024-8,192 samples, and at 64 <= K <= 128 1.03-1.07x from 4,096 samples, 0.98-1.03x at
+ * 2,048-3,072 and 0.93-0.95x at 1,024. (Chains of 6 and 16 were each best at a few points,
+ * by at most 4 %.) */
+#define PC_GPU_CHAIN_SHORT 4
+#define PC_GPU_CHAIN_LONG 8
+#define PC_GPU_CHAIN_LONG_PER_SM 24 /* samples per SM above which K > 32 takes long chains */
+enum { PC_GPU_CHAINS_SHORT, PC_GPU_CHAINS_LONG, PC_GPU_CHAIN_PLANS };
+int pc_gpu_warp_chains(int32_t K, int64_t n, int32_t sms);
+
 /* Fills *chains (arrays allocated here; release with pc_gpu_chains_free), each chain at most
- * max_len groups long. */
-pc_status pc_gpu_chain_plan(const pc_circuit *circuit, int32_t max_len, pc_gpu_chains *chains);
+ * max_len groups long, with at most max_link_vars variables in its groups above the bottom
+ * together (the warp strategy stages their input rows at once, PC_GPU_CHAIN_WINDOW_VARS). */
+pc_status pc_gpu_chain_plan(const pc_circuit *circuit, int32_t max_len, int32_t max_link_vars,
+                           pc_gpu_chains *chains);
 void pc_gpu_chains_free(pc_gpu_chains *chains);
 
 #ifdef __cplusplus
