@@ -188,8 +188,8 @@ typedef struct pc_gpu_chains {
  * hold a warp longer while the items above wait: measured on the H200 (MNIST tree, results
  * file 183), chains of at most 8 groups against 4 ran 1.04-1.15x faster at K = 16 and 32 and
  * 1,024-8,192 samples, and at 64 <= K <= 128 1.03-1.07x from 4,096 samples, 0.98-1.03x at
- * 2,048-3,072 and 0.93-0.95x at 1,024. (Chains of 6 and 16 were each best at a few points,
- * by at most 4 %.) */
+ * 2,048-3,072 and 0.92-0.95x at 1,024. (Chains of 6 or 16 were best at a few points, by up
+ * to 6 %.) */
 #define PC_GPU_CHAIN_SHORT 4
 #define PC_GPU_CHAIN_LONG 8
 #define PC_GPU_CHAIN_LONG_PER_SM 24 /* samples per SM above which K > 32 takes long chains */
