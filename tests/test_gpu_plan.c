@@ -468,52 +468,61 @@ static void test_fuse_states(void **state) {
     assert_int_equal(pc_gpu_fuse_states(254), 256);
 }
 
-/* The warp strategy's item forms: 8-sample items at K > 112 and, up to 12 samples per SM at
- * 64 < K <= 112 and up to 8 at 32 < K <= 64, below; the 3-block form above 20 per SM at
- * 64 < K <= 96; else 16-sample items. */
-static void test_warp_form(void **state) {
-    (void)state;
-    assert_int_equal(pc_gpu_warp_form(128, 1, 132), PC_GPU_WARP_EIGHT);
-    assert_int_equal(pc_gpu_warp_form(128, 1 << 20, 132), PC_GPU_WARP_EIGHT);
-    assert_int_equal(pc_gpu_warp_form(32, 16, 132), PC_GPU_WARP_TWO);
-    assert_int_equal(pc_gpu_warp_form(64, 1056, 132), PC_GPU_WARP_EIGHT);
-    assert_int_equal(pc_gpu_warp_form(64, 1057, 132), PC_GPU_WARP_TWO);
-    assert_int_equal(pc_gpu_warp_form(96, 1584, 132), PC_GPU_WARP_EIGHT);
-    assert_int_equal(pc_gpu_warp_form(96, 1585, 132), PC_GPU_WARP_TWO);
-    assert_int_equal(pc_gpu_warp_form(96, 2641, 132), PC_GPU_WARP_THREE);
-    assert_int_equal(pc_gpu_warp_form(112, 4096, 132), PC_GPU_WARP_TWO);
+/* A rule of (K, n, sms) at fixed points (K, n, expected value) on 132 SMs, then against its
+ * restatement `want` at 20,000 random points: K up to 128, up to 20,000 samples, 1-200 SMs. */
+typedef int (*plan_rule)(int32_t K, int64_t n, int32_t sms);
+static void check_rule(const char *name, plan_rule rule, plan_rule want, const int64_t (*points)[3],
+                       size_t num_points) {
+    for (size_t i = 0; i < num_points; i++)
+        if (rule((int32_t)points[i][0], points[i][1], 132) != (int)points[i][2])
+            fail_msg("%s: K = %lld, n = %lld on 132 SMs: %d, want %lld", name,
+                     (long long)points[i][0], (long long)points[i][1],
+                     rule((int32_t)points[i][0], points[i][1], 132), (long long)points[i][2]);
     for (int rep = 0; rep < 20000; rep++) {
         const int32_t sms = (int32_t)pc_hr_int(1, 200), K = (int32_t)pc_hr_int(1, 128);
         const int64_t n = pc_hr_int(1, 20000);
-        const int want = K > 112                            ? PC_GPU_WARP_EIGHT
-                         : K > 64 && n <= 12 * (int64_t)sms ? PC_GPU_WARP_EIGHT
-                         : K > 32 && K <= 64 && n <= 8 * (int64_t)sms ? PC_GPU_WARP_EIGHT
-                         : K > 64 && K <= 96 && n > 20 * (int64_t)sms ? PC_GPU_WARP_THREE
-                                                                      : PC_GPU_WARP_TWO;
-        if (pc_gpu_warp_form(K, n, sms) != want)
-            fail_msg("K = %d, n = %lld on %d SMs: form %d, want %d", K, (long long)n, sms,
-                     pc_gpu_warp_form(K, n, sms), want);
+        if (rule(K, n, sms) != want(K, n, sms))
+            fail_msg("%s: K = %d, n = %lld on %d SMs: %d, want %d", name, K, (long long)n, sms,
+                     rule(K, n, sms), want(K, n, sms));
     }
 }
 
-/* Long chains at K <= 32, and above from 24 samples per SM (3,168 on 132 SMs). */
+/* The warp strategy's item forms: 8-sample items at K > 112 and, up to 12 samples per SM at
+ * 64 < K <= 112 and up to 8 at 32 < K <= 64, below; the 3-block form above 20 per SM at
+ * 64 < K <= 96; else 16-sample items. */
+static int want_form(int32_t K, int64_t n, int32_t sms) {
+    return K > 112                                      ? PC_GPU_WARP_EIGHT
+           : K > 64 && n <= 12 * (int64_t)sms           ? PC_GPU_WARP_EIGHT
+           : K > 32 && K <= 64 && n <= 8 * (int64_t)sms ? PC_GPU_WARP_EIGHT
+           : K > 64 && K <= 96 && n > 20 * (int64_t)sms ? PC_GPU_WARP_THREE
+                                                        : PC_GPU_WARP_TWO;
+}
+
+static void test_warp_form(void **state) {
+    (void)state;
+    /* (K, n, form) on an H200's 132 SMs, at the switches */
+    static const int64_t points[][3] = {
+        {128, 1, PC_GPU_WARP_EIGHT}, {128, 1 << 20, PC_GPU_WARP_EIGHT},
+        {32, 16, PC_GPU_WARP_TWO},   {64, 1056, PC_GPU_WARP_EIGHT},
+        {64, 1057, PC_GPU_WARP_TWO}, {96, 1584, PC_GPU_WARP_EIGHT},
+        {96, 1585, PC_GPU_WARP_TWO}, {96, 2641, PC_GPU_WARP_THREE},
+        {112, 4096, PC_GPU_WARP_TWO}};
+    check_rule("form", pc_gpu_warp_form, want_form, points, sizeof points / sizeof points[0]);
+}
+
+/* The warp strategy's chain plans: long chains at K <= 32, and above from 24 samples per SM
+ * (3,169 on 132 SMs). */
+static int want_chains(int32_t K, int64_t n, int32_t sms) {
+    return K <= 32 || n > 24 * (int64_t)sms ? PC_GPU_CHAINS_LONG : PC_GPU_CHAINS_SHORT;
+}
+
 static void test_warp_chains(void **state) {
     (void)state;
-    assert_int_equal(pc_gpu_warp_chains(16, 1, 132), PC_GPU_CHAINS_LONG);
-    assert_int_equal(pc_gpu_warp_chains(32, 1 << 20, 132), PC_GPU_CHAINS_LONG);
-    assert_int_equal(pc_gpu_warp_chains(36, 3168, 132), PC_GPU_CHAINS_SHORT);
-    assert_int_equal(pc_gpu_warp_chains(64, 3169, 132), PC_GPU_CHAINS_LONG);
-    assert_int_equal(pc_gpu_warp_chains(128, 2048, 132), PC_GPU_CHAINS_SHORT);
-    assert_int_equal(pc_gpu_warp_chains(128, 4096, 132), PC_GPU_CHAINS_LONG);
-    for (int rep = 0; rep < 20000; rep++) {
-        const int32_t sms = (int32_t)pc_hr_int(1, 200), K = (int32_t)pc_hr_int(1, 128);
-        const int64_t n = pc_hr_int(1, 20000);
-        const int want =
-            K <= 32 || n > 24 * (int64_t)sms ? PC_GPU_CHAINS_LONG : PC_GPU_CHAINS_SHORT;
-        if (pc_gpu_warp_chains(K, n, sms) != want)
-            fail_msg("K = %d, n = %lld on %d SMs: chains %d, want %d", K, (long long)n, sms,
-                     pc_gpu_warp_chains(K, n, sms), want);
-    }
+    static const int64_t points[][3] = {
+        {16, 1, PC_GPU_CHAINS_LONG},      {32, 1 << 20, PC_GPU_CHAINS_LONG},
+        {36, 3168, PC_GPU_CHAINS_SHORT},  {64, 3169, PC_GPU_CHAINS_LONG},
+        {128, 2048, PC_GPU_CHAINS_SHORT}, {128, 4096, PC_GPU_CHAINS_LONG}};
+    check_rule("chains", pc_gpu_warp_chains, want_chains, points, sizeof points / sizeof points[0]);
 }
 
 static void test_bad_arguments(void **state) {
