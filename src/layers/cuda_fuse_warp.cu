@@ -14,8 +14,8 @@
  * MNIST model), so the tree is mostly paths. A chain (gpu_plan.h) is such a path; the warp
  * runs it bottom to top and hands each group's message to the next in shared memory, so only
  * the chain's bottom waits on counters and loads messages from L2, and only its top writes
- * one and raises a counter (the shipped MNIST model: 229 chains of at most 4 groups instead
- * of 550 items per tile). Above the bottom a group works in the linear domain (warp_link):
+ * one and raises a counter (the shipped MNIST model: 229 chains of at most 4 groups, or 179
+ * of at most 8, instead of 550 items per tile). Above the bottom a group works in the linear domain (warp_link):
  * the group below hands on its product before the log, and the group multiplies its inputs
  * in, pre-exponentiated, so neither the log of the group below nor this group's exp is taken
  * (K = 64, batch 4096: 1.344 -> 1.197 ms; K = 32 0.526 -> 0.492; K = 16 level). Chains of at
