@@ -86,7 +86,8 @@ static int32_t check_chains(const pc_circuit *c, int32_t max_len, int32_t max_li
      * chain i (too long, or too many link variables with g's). */
     int32_t *link_vars = calloc((size_t)n, sizeof(int32_t));
     assert_non_null(link_vars);
-#define FULL(i, nv) (ch.begin[(i) + 1] - ch.begin[i] == max_len || link_vars[i] + (nv) > max_link_vars)
+#define FULL(i, nv)                                                                            \
+    (ch.begin[(i) + 1] - ch.begin[i] == max_len || link_vars[i] + (nv) > max_link_vars)
     for (int32_t i = 0; i < n; i++) {
         assert_true(ch.begin[i] < ch.begin[i + 1]); /* no empty chain, none too long */
         assert_true(ch.begin[i + 1] - ch.begin[i] <= max_len);

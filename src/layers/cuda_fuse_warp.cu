@@ -15,14 +15,15 @@
  * runs it bottom to top and hands each group's message to the next in shared memory, so only
  * the chain's bottom waits on counters and loads messages from L2, and only its top writes
  * one and raises a counter (the shipped MNIST model: 229 chains of at most 4 groups, or 179
- * of at most 8, instead of 550 items per tile). Above the bottom a group works in the linear domain (warp_link):
- * the group below hands on its product before the log, and the group multiplies its inputs
- * in, pre-exponentiated, so neither the log of the group below nor this group's exp is taken
- * (K = 64, batch 4096: 1.344 -> 1.197 ms; K = 32 0.526 -> 0.492; K = 16 level). Chains of at
- * most 8 groups instead of 4 win where many items hide each other's latency (K <= 32, and
- * larger batches above: pc_gpu_warp_chains, results file 183). Running a chain, without
- * waits, in the block that finished the last of its children (leaf chains from the queue;
- * 1.11-1.27x slower at batch 4096, three barriers and a serial atomic per chain and block).
+ * of at most 8, instead of 550 items per tile). Above the bottom a group works in the linear
+ * domain (warp_link): the group below hands on its product before the log, and the group
+ * multiplies its inputs in, pre-exponentiated, so neither the log of the group below nor this
+ * group's exp is taken (K = 64, batch 4096: 1.344 -> 1.197 ms; K = 32 0.526 -> 0.492; K = 16
+ * level). Chains of at most 8 groups instead of 4 win where many items hide each other's
+ * latency (K <= 32, and larger batches above: pc_gpu_warp_chains, results file 183). Running
+ * a chain, without waits, in the block that finished the last of its children (leaf chains
+ * from the queue) was 1.11-1.27x slower at batch 4096 (three barriers and a serial atomic per
+ * chain and block).
  *
  * Why staged input rows: a group's input row per sample is three dependent loads (variable,
  * pixel code, row), one group and variable after another, on the tree's critical path. An
