@@ -13,7 +13,8 @@
  * takes per mma with one or two warps per scheduler, NP accumulator chains, and exp(w) read
  * from shared memory as FP32 and converted per use (as the kernel does), as codes that two
  * shifts turn into FP64, or as FP64; and the same product for 8-sample items (product_loop8,
- * transposed: exp(w) the A operand) with one to four warps per scheduler.
+ * transposed: exp(w) the A operand) with one to four warps per scheduler, and the rates of
+ * the two other streams that loop runs on: FP32 -> FP64 conversions and shared-memory reads.
  *
  * Fragment layout checked (lane = 4 g + t; row.col; k slots j = 0 .. K/4 - 1):
  *   A (M x K):  element 2 j + h (M = 16) or j (M = 8) at row g + 8 h, column t + 4 j
@@ -151,6 +152,47 @@ static __global__ void ffma_rate(float *out, int iters, float x) {
     float s = 0.0f;
     for (int c = 0; c < CHAINS; c++) s += d[c];
     if (s == 12345.0f) out[threadIdx.x] = s;
+}
+
+/* What feeds the 8-sample product besides the mma: FP32 -> FP64 conversions of exp(w) (8 per
+ * mma and lane) and 16-byte shared-memory reads of it (1 KB per mma and warp as FP32, 2 KB as
+ * FP64). One block per SM; thread 0 writes the block's cycles. f2d_rate: every thread
+ * converts CHAINS independent values per round (an FADD moves each value on, a DADD keeps
+ * the result). lds_rate: every thread reads 8 float4 per round, a warp's 32 on consecutive
+ * 16-byte words (no bank conflict), and adds them up (4 FADD per read). */
+static __global__ void f2d_rate(double *out, long long *cycles, int iters, float x) {
+    float f[CHAINS];
+    double d[CHAINS] = {};
+    for (int c = 0; c < CHAINS; c++) f[c] = x + threadIdx.x + c;
+    __syncthreads();
+    const long long t0 = clock64();
+    for (int it = 0; it < iters; it++)
+#pragma unroll
+        for (int c = 0; c < CHAINS; c++) d[c] += pc_gpu_f2d(f[c]), f[c] += 1.0f;
+    __syncthreads();
+    if (threadIdx.x == 0) cycles[blockIdx.x] = clock64() - t0;
+    double s = 0.0;
+    for (int c = 0; c < CHAINS; c++) s += d[c];
+    if (s == 12345.0) out[threadIdx.x] = s;
+}
+
+#define LDS_WORDS 2048 /* 32 KB of float4 */
+static __global__ void lds_rate(double *out, long long *cycles, int iters) {
+    __shared__ float4 buf[LDS_WORDS];
+    for (int i = threadIdx.x; i < LDS_WORDS; i += blockDim.x)
+        buf[i] = make_float4(i, i + 1, i + 2, i + 3);
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    __syncthreads();
+    const long long t0 = clock64();
+    for (int it = 0; it < iters; it++)
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            const float4 v = buf[(threadIdx.x + 32 * it + 256 * u) & (LDS_WORDS - 1)];
+            acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
+        }
+    __syncthreads();
+    if (threadIdx.x == 0) cycles[blockIdx.x] = clock64() - t0;
+    if (acc.x + acc.y + acc.z + acc.w == 12345.0f) out[threadIdx.x] = acc.x;
 }
 
 /* Two kinds of warp side by side: in a block of 8 warps, warps 0-3 issue m16n8k16 rounds
@@ -406,6 +448,25 @@ int main() {
                    work == 0 ? "FFMA (FP32)" : "DFMA (FP64)", per_sm, td, tf, tb,
                    dflop / tb * 1e-9, fflop / tb * 1e-9, (dflop + fflop) / tb * 1e-9);
         }
+    /* The 8-sample product's other streams, per cycle and SM (one block per SM). */
+    printf("\n| what feeds the product | warps per SM | per cycle and SM |\n|---|---|---|\n");
+    long long *bcyc;
+    CHECK(cudaMalloc(&bcyc, sizeof(long long) * sms));
+    for (int warps : {8, 16, 32}) {
+        const int iters = 4096;
+        median_ms([&] { f2d_rate<<<sms, 32 * warps>>>(out, bcyc, iters, 1.0f); });
+        const double conv = (double)CHAINS * iters * 32 * warps;
+        printf("| FP32 -> FP64 conversions (cvt.f64.f32) | %d | %.1f |\n", warps,
+               conv / mean_cycles(bcyc, sms));
+    }
+    for (int warps : {8, 16, 32}) {
+        const int iters = 4096;
+        median_ms([&] { lds_rate<<<sms, 32 * warps>>>(out, bcyc, iters); });
+        const double bytes = 8.0 * 16 * iters * 32 * warps;
+        printf("| shared-memory bytes read as float4 | %d | %.1f |\n", warps,
+               bytes / mean_cycles(bcyc, sms));
+    }
+    CHECK(cudaFree(bcyc));
     /* The product loop alone: cycles per mma of a warp (mean over the warps), one or two
      * blocks of four warps per SM as the warp kernel runs at K = 128. */
     printf("\n| the warp strategy's product at K = 128 alone | exp(w) in shared memory | "
