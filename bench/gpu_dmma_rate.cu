@@ -294,13 +294,22 @@ static __global__ void __launch_bounds__(128, 2)
  * outputs x 16 k: rows 16 m + g and + 8, 4 k slots each per lane) and the 8 samples' ed its B
  * (ed[32] in FP64 registers, sample g: 64 registers where the 16-sample form holds 128), so
  * that three warps fit a scheduler. 8 passes of NP chains of 8 mma per group. exp(w) from
- * shared memory as FP32 converted per use (8 conversions per mma where the 16-sample form has
- * 4: the A operand is twice the B's) or as FP64 (4 16-byte loads per mma, no conversion);
- * both swizzled as the kernel's rows of 128 so that a quarter-warp's words fall in 8 bank
- * groups. One block of 4 WPS warps per SM: WPS warps per scheduler. */
-template <int NP, bool F64, int WPS>
+ * shared memory (8 values per mma and lane) as FP32 converted per use (W8_F32, as the kernel
+ * does), as FP64 (4 16-byte loads per mma, no conversion), as FP32 whose bits two integer
+ * shifts make the double exp(w) 2^-896 (W8_SHIFT; ed carries 2^896), or half of each
+ * 16-byte word converted and half shifted (W8_MIX: k slots 2 and 3 shifted, their ed scaled),
+ * so that neither the conversions nor the integer unit take a whole mma's time. Words
+ * swizzled as the kernel's rows of 128 so that a quarter-warp's words fall in 8 bank groups.
+ * One block of 4 WPS warps per SM: WPS warps per scheduler. */
+enum { W8_F32, W8_F64, W8_SHIFT, W8_MIX };
+static __device__ __forceinline__ double shifted_w(float x) {
+    const unsigned u = __float_as_uint(x);
+    return __hiloint2double((int)(u >> 3), (int)(u << 29));
+}
+template <int NP, int MODE, int WPS>
 static __global__ void __launch_bounds__(128 * WPS, 1)
     product_loop8(double *out, long long *cycles, int groups, double x) {
+    constexpr bool F64 = MODE == W8_F64;
     extern __shared__ __align__(16) float ws[];
     double *wd = reinterpret_cast<double *>(ws);
     /* (row, k) in words: 16-byte units XOR-swizzled by k's quarter and the row's parity. */
@@ -316,7 +325,10 @@ static __global__ void __launch_bounds__(128 * WPS, 1)
     __syncthreads();
     const int lane = threadIdx.x & 31, g8 = lane >> 2, k0 = (lane & 3) * 32;
     double ed[32], s = 0.0;
-    for (int i = 0; i < 32; i++) ed[i] = x + lane + i;
+    for (int i = 0; i < 32; i++) {
+        const bool scaled = MODE == W8_SHIFT || (MODE == W8_MIX && i % 4 >= 2);
+        ed[i] = (x + lane + i) * (scaled ? 0x1p896 : 1.0);
+    }
     const long long t0 = clock64();
     for (int grp = 0; grp < groups; grp++) {
 #pragma unroll 1
@@ -338,8 +350,11 @@ static __global__ void __launch_bounds__(128 * WPS, 1)
                             wa[np][h][2] = b.x, wa[np][h][3] = b.y;
                         } else {
                             const float4 w = *reinterpret_cast<const float4 *>(ws + at(row, k));
-                            wa[np][h][0] = pc_gpu_f2d(w.x), wa[np][h][1] = pc_gpu_f2d(w.y);
-                            wa[np][h][2] = pc_gpu_f2d(w.z), wa[np][h][3] = pc_gpu_f2d(w.w);
+                            const bool sh = MODE == W8_SHIFT;
+                            wa[np][h][0] = sh ? shifted_w(w.x) : pc_gpu_f2d(w.x);
+                            wa[np][h][1] = sh ? shifted_w(w.y) : pc_gpu_f2d(w.y);
+                            wa[np][h][2] = MODE == W8_F32 ? pc_gpu_f2d(w.z) : shifted_w(w.z);
+                            wa[np][h][3] = MODE == W8_F32 ? pc_gpu_f2d(w.w) : shifted_w(w.w);
                         }
                     }
 #pragma unroll
@@ -502,8 +517,8 @@ int main() {
     printf("\n| the 8-sample form at K = 128 alone (exp(w) the A operand) | exp(w) in shared "
            "memory | chains (NP) | warps per scheduler | registers | cycles per mma of a warp | "
            "per mma and scheduler | TFLOP/s |\n|---|---|---|---|---|---|---|---|\n");
-    const auto loop8_row = [&](auto kernel, int np, bool f64, int wps) {
-        const size_t smem = (f64 ? sizeof(double) : sizeof(float)) * 128 * 128;
+    const auto loop8_row = [&](auto kernel, int np, int mode, int wps) {
+        const size_t smem = (mode == W8_F64 ? sizeof(double) : sizeof(float)) * 128 * 128;
         cudaFuncAttributes fa;
         CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    (int)smem));
@@ -514,19 +529,29 @@ int main() {
         const double mean = mean_cycles(cyc, (size_t)blocks * 4 * wps);
         const double mma = 64.0 * groups; /* per warp */
         const double flop = 2.0 * 16 * 8 * 16 * mma * blocks * 4 * wps;
-        printf("| | %s | %d | %d | %d (%zu B local) | %.0f | %.0f | %.1f |\n",
-               f64 ? "FP64" : "FP32, converted (F2F)", np, wps, fa.numRegs, fa.localSizeBytes,
-               mean / mma, mean / mma / wps, flop / ms * 1e-9);
+        static const char *const how[] = {"FP32, converted (F2F)", "FP64",
+                                          "FP32, two shifts each", "FP32, half converted, "
+                                                                   "half shifted"};
+        printf("| | %s | %d | %d | %d (%zu B local) | %.0f | %.0f | %.1f |\n", how[mode], np,
+               wps, fa.numRegs, fa.localSizeBytes, mean / mma, mean / mma / wps,
+               flop / ms * 1e-9);
     };
-    loop8_row(product_loop8<2, false, 1>, 2, false, 1);
-    loop8_row(product_loop8<2, false, 2>, 2, false, 2);
-    loop8_row(product_loop8<2, false, 3>, 2, false, 3);
-    loop8_row(product_loop8<2, false, 4>, 2, false, 4);
-    loop8_row(product_loop8<4, false, 3>, 4, false, 3);
-    loop8_row(product_loop8<2, true, 1>, 2, true, 1);
-    loop8_row(product_loop8<2, true, 2>, 2, true, 2);
-    loop8_row(product_loop8<2, true, 3>, 2, true, 3);
-    loop8_row(product_loop8<2, true, 4>, 2, true, 4);
+    loop8_row(product_loop8<2, W8_F32, 1>, 2, W8_F32, 1);
+    loop8_row(product_loop8<2, W8_F32, 2>, 2, W8_F32, 2);
+    loop8_row(product_loop8<2, W8_F32, 3>, 2, W8_F32, 3);
+    loop8_row(product_loop8<2, W8_F32, 4>, 2, W8_F32, 4);
+    loop8_row(product_loop8<4, W8_F32, 3>, 4, W8_F32, 3);
+    loop8_row(product_loop8<2, W8_F64, 1>, 2, W8_F64, 1);
+    loop8_row(product_loop8<2, W8_F64, 2>, 2, W8_F64, 2);
+    loop8_row(product_loop8<2, W8_F64, 3>, 2, W8_F64, 3);
+    loop8_row(product_loop8<2, W8_F64, 4>, 2, W8_F64, 4);
+    loop8_row(product_loop8<2, W8_SHIFT, 1>, 2, W8_SHIFT, 1);
+    loop8_row(product_loop8<2, W8_SHIFT, 2>, 2, W8_SHIFT, 2);
+    loop8_row(product_loop8<2, W8_SHIFT, 3>, 2, W8_SHIFT, 3);
+    loop8_row(product_loop8<2, W8_MIX, 1>, 2, W8_MIX, 1);
+    loop8_row(product_loop8<2, W8_MIX, 2>, 2, W8_MIX, 2);
+    loop8_row(product_loop8<2, W8_MIX, 3>, 2, W8_MIX, 3);
+    loop8_row(product_loop8<4, W8_MIX, 3>, 4, W8_MIX, 3);
     CHECK(cudaFree(cyc));
     CHECK(cudaFree(out));
     return 0;
