@@ -13,8 +13,9 @@
  * takes per mma with one or two warps per scheduler, NP accumulator chains, and exp(w) read
  * from shared memory as FP32 and converted per use (as the kernel does), as codes that two
  * shifts turn into FP64, or as FP64; and the same product for 8-sample items (product_loop8,
- * transposed: exp(w) the A operand) with one to four warps per scheduler, and the rates of
- * the two other streams that loop runs on: FP32 -> FP64 conversions and shared-memory reads.
+ * transposed: exp(w) the A operand, converted, in FP64, shifted into FP64, or half converted
+ * and half shifted) with one to four warps per scheduler, and the rates of the two other
+ * streams that loop runs on: FP32 -> FP64 conversions and shared-memory reads.
  *
  * Fragment layout checked (lane = 4 g + t; row.col; k slots j = 0 .. K/4 - 1):
  *   A (M x K):  element 2 j + h (M = 16) or j (M = 8) at row g + 8 h, column t + 4 j
