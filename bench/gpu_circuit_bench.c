@@ -14,8 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "layers/backend.h"
-#include "layers/cuda_circuit.h"
+#include "eval/backend.h"
+#include "eval/cuda/cuda_circuit.h"
 #include "pc/circuit.h"
 #include "pc/cuda.h"
 #include "pc/data.h"
@@ -68,7 +68,7 @@ static void die(const char *what) {
 static pc_data *load_mnist(const char *file) {
     char path[4096];
     pc_data *d = NULL;
-    if (pc_data_find_mnist(NULL, file, path, sizeof path) != PC_OK) die(file);
+    if (pc_tool_find_mnist(NULL, file, path, sizeof path) != PC_OK) die(file);
     if (pc_data_load_idx(path, &d) != PC_OK) die(path);
     return d;
 }

@@ -26,7 +26,7 @@
  *              -o gpu_dmma_rate
  *   usage: gpu_dmma_rate   (no arguments; a markdown table on stdout, median of 10 runs) */
 #include "gpu_check.h"
-#include "layers/cuda_circuit.cuh"
+#include "eval/cuda/cuda_circuit.cuh"
 
 #include <algorithm>
 #include <cstdio>

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "layers/gpu_plan.h"
+#include "eval/cuda/gpu_plan.h"
 #include "pc/circuit.h"
 #include "pc/hclt.h"
 

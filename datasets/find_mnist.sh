@@ -5,7 +5,7 @@
 #   datasets/find_mnist.sh            print the directory that holds all four files, or fail
 #   datasets/find_mnist.sh --fetch    the same, downloading what is missing first
 #
-# Places, in the order the library looks (pc_data_find_mnist): ./datasets/mnist and
+# Places, in the order the library looks (pc_tool_find_mnist): ./datasets/mnist and
 # ../shared/datasets/mnist relative to the working directory, then the same two relative to the
 # source tree.
 set -euo pipefail

@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "hclt_random.h"
-#include "layers/backend.h"
+#include "eval/backend.h"
 #include "pc/circuit.h"
 #include "pc/eval.h"
 #include "pc/hclt.h"

@@ -14,6 +14,8 @@
 #include "hclt_random.h"
 #include "pc/data.h"
 
+#include "mnist_find.h"
+
 static char *tmpdir;
 
 static int setup(void **state) {
@@ -211,18 +213,18 @@ static void test_find_mnist(void **state) {
     (void)state;
     char found[4096];
     write_file(path_of("t10k-images-idx3-ubyte.gz"), (const uint8_t *)"x", 1, 0);
-    assert_int_equal(pc_data_find_mnist(tmpdir, "t10k-images-idx3-ubyte.gz", found, sizeof found),
+    assert_int_equal(pc_tool_find_mnist(tmpdir, "t10k-images-idx3-ubyte.gz", found, sizeof found),
                      PC_OK);
     assert_string_equal(found, path_of("t10k-images-idx3-ubyte.gz"));
-    assert_int_equal(pc_data_find_mnist(tmpdir, "nope.gz", found, sizeof found), PC_ERR_IO);
+    assert_int_equal(pc_tool_find_mnist(tmpdir, "nope.gz", found, sizeof found), PC_ERR_IO);
     assert_non_null(strstr(pc_last_error(), path_of("nope.gz")));
     /* The default places: all of them are named when none has the file. */
-    assert_int_equal(pc_data_find_mnist(NULL, "no-such-file.gz", found, sizeof found), PC_ERR_IO);
+    assert_int_equal(pc_tool_find_mnist(NULL, "no-such-file.gz", found, sizeof found), PC_ERR_IO);
     const char *msg = pc_last_error();
     assert_non_null(strstr(msg, "datasets/mnist/no-such-file.gz"));
     assert_non_null(strstr(msg, "../shared/datasets/mnist/no-such-file.gz"));
     /* Too small a buffer is not a match. */
-    assert_int_equal(pc_data_find_mnist(tmpdir, "t10k-images-idx3-ubyte.gz", found, 8), PC_ERR_IO);
+    assert_int_equal(pc_tool_find_mnist(tmpdir, "t10k-images-idx3-ubyte.gz", found, 8), PC_ERR_IO);
     remove(path_of("t10k-images-idx3-ubyte.gz"));
 }
 

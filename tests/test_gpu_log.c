@@ -1,4 +1,4 @@
-/* The GPU sum layers' log (src/layers/gpu_log.h), checked on the CPU against the C library's
+/* The GPU sum layers' log (src/eval/cuda/gpu_log.h), checked on the CPU against the C library's
  * log in FP64: random y over the whole positive float range (log-uniform), y near 1 and near
  * the mantissa split sqrt(2), powers of two, subnormals, and the special values. The bound is
  * 6e-8 nats plus the FP32 rounding of the result (|log y| 2^-24). With a GPU, the device's own
@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "hclt_random.h"
-#include "layers/gpu_log.h"
+#include "eval/cuda/gpu_log.h"
 #include "pc/cuda.h"
 
 static double worst_excess = 0.0; /* largest error over its bound seen, as a fraction */

@@ -1,4 +1,4 @@
-/* The GPU engine's message-slot plan (src/layers/gpu_plan.c), checked without a GPU: on random
+/* The GPU engine's message-slot plan (src/eval/cuda/gpu_plan.c), checked without a GPU: on random
  * circuits and on the shipped MNIST model, every message stays in its slot until its parent has
  * read it, and a wait never points into the writer's own layer. Also the persistent fuse
  * kernel's split between wide and narrow items, against a direct search, the warp strategy's
@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "hclt_random.h"
-#include "layers/gpu_plan.h"
+#include "eval/cuda/gpu_plan.h"
 #include "pc/circuit.h"
 #include "pc/hclt.h"
 

@@ -12,8 +12,9 @@
 
 #include <cmocka.h>
 
-#include "circuit/learn_internal.h"
-#include "circuit/learn_em_internal.h"
+#include "learn/learn_internal.h"
+#include "learn/learn_em_internal.h"
+#include "pc/rng.h"
 #include "pc/learn.h"
 #include "testutil.h"
 
@@ -65,16 +66,16 @@ static void test_loglik_worked_example(void **state) {
 /* Tree-shaped data over n variables with C = 4 values (children copy the parent with
  * probability 0.7); returns the data and fills parent [n] with the tree. */
 static pc_data *tree_data(int32_t n, int64_t rows, uint64_t seed, int32_t *parent) {
-    uint64_t rng = seed;
+    pc_rng rng = {seed};
     pc_data *d = NULL;
     assert_int_equal(pc_data_create(rows, n, &d), PC_OK);
     parent[0] = -1;
-    for (int32_t v = 1; v < n; v++) parent[v] = (int32_t)pc_learn_rand_below(&rng, v);
+    for (int32_t v = 1; v < n; v++) parent[v] = (int32_t)pc_rng_below(&rng, v);
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *x = d->values + r * n;
         for (int32_t v = 0; v < n; v++)
-            x[v] = (parent[v] < 0 || pc_learn_rand_unit(&rng) >= 0.7)
-                       ? (uint8_t)pc_learn_rand_below(&rng, 4)
+            x[v] = (parent[v] < 0 || pc_rng_unit(&rng) >= 0.7)
+                       ? (uint8_t)pc_rng_below(&rng, 4)
                        : x[parent[v]];
     }
     return d;
@@ -142,25 +143,25 @@ static double ref_loglik(const pc_hclt *m, const uint8_t *x, const uint8_t *miss
 /* A random valid model: random tree and root, some variables (leaves or not) sharing their
  * parent's latent, trans rows in random order, random parameters with a few zero
  * probabilities (-inf). */
-static pc_hclt *random_model(int32_t v, int32_t c, int32_t k, uint64_t *rng) {
+static pc_hclt *random_model(int32_t v, int32_t c, int32_t k, pc_rng *rng) {
     int32_t perm[32], parent[32], trans[32], rows = 0;
     for (int32_t i = 0; i < v; i++) perm[i] = i;
     for (int32_t i = v - 1; i > 0; i--) {
-        int32_t j = (int32_t)pc_learn_rand_below(rng, i + 1), t = perm[i];
+        int32_t j = (int32_t)pc_rng_below(rng, i + 1), t = perm[i];
         perm[i] = perm[j];
         perm[j] = t;
     }
     parent[perm[0]] = -1;
     trans[perm[0]] = -1;
     for (int32_t i = 1; i < v; i++) {
-        parent[perm[i]] = perm[pc_learn_rand_below(rng, i)];
-        trans[perm[i]] = pc_learn_rand_unit(rng) < 0.3 ? -1 : rows++;
+        parent[perm[i]] = perm[pc_rng_below(rng, i)];
+        trans[perm[i]] = pc_rng_unit(rng) < 0.3 ? -1 : rows++;
     }
     int32_t *order = malloc((size_t)(rows + 1) * sizeof *order); /* renumber rows randomly */
     assert_non_null(order);
     for (int32_t i = 0; i < rows; i++) order[i] = i;
     for (int32_t i = rows - 1; i > 0; i--) {
-        int32_t j = (int32_t)pc_learn_rand_below(rng, i + 1), t = order[i];
+        int32_t j = (int32_t)pc_rng_below(rng, i + 1), t = order[i];
         order[i] = order[j];
         order[j] = t;
     }
@@ -177,9 +178,9 @@ static pc_hclt *random_model(int32_t v, int32_t c, int32_t k, uint64_t *rng) {
         for (int64_t r = 0; r < len[a]; r += width[a]) {
             double *row = all[a] + r, sum = 0;
             for (int64_t i = 0; i < width[a]; i++) {
-                row[i] = (i > 0 && pc_learn_rand_unit(rng) < 0.05)
+                row[i] = (i > 0 && pc_rng_unit(rng) < 0.05)
                              ? 0
-                             : exp(4 * pc_learn_rand_unit(rng));
+                             : exp(4 * pc_rng_unit(rng));
                 sum += row[i];
             }
             for (int64_t i = 0; i < width[a]; i++) row[i] = log(row[i] / sum);
@@ -192,11 +193,11 @@ static pc_hclt *random_model(int32_t v, int32_t c, int32_t k, uint64_t *rng) {
  * the vector kernels (16, 32), with missing values and zero probabilities (-inf results). */
 static void test_loglik_matches_definition(void **state) {
     (void)state;
-    uint64_t rng = g_seed ^ 0x77;
+    pc_rng rng = {g_seed ^ 0x77};
     const int32_t ks[6] = {1, 2, 5, 16, 32, 33};
     for (int trial = 0; trial < 12; trial++) {
-        const int32_t v = 1 + (int32_t)pc_learn_rand_below(&rng, 12),
-                      c = 2 + (int32_t)pc_learn_rand_below(&rng, 7);
+        const int32_t v = 1 + (int32_t)pc_rng_below(&rng, 12),
+                      c = 2 + (int32_t)pc_rng_below(&rng, 7);
         const int32_t k = ks[trial % 6];
         pc_hclt *m = random_model(v, c, k, &rng);
         pc_data *d = NULL;
@@ -204,8 +205,8 @@ static void test_loglik_matches_definition(void **state) {
         d->missing = calloc((size_t)(50 * v), 1);
         assert_non_null(d->missing);
         for (int64_t i = 0; i < 50 * v; i++) {
-            d->values[i] = (uint8_t)pc_learn_rand_below(&rng, c);
-            d->missing[i] = pc_learn_rand_unit(&rng) < 0.2;
+            d->values[i] = (uint8_t)pc_rng_below(&rng, c);
+            d->missing[i] = pc_rng_unit(&rng) < 0.2;
         }
         double lp[50];
         for (int i = 0; i < 50; i++) lp[i] = NAN; /* poison */
@@ -354,11 +355,11 @@ static void test_mini_batch_em(void **state) {
     pc_em *em = NULL;
     assert_int_equal(pc_em_create(m, &em), PC_OK);
     int64_t rows[2000];
-    uint64_t rng = g_seed;
+    pc_rng rng = {g_seed};
     for (int i = 0; i < 2000; i++) rows[i] = i;
     for (int epoch = 0; epoch < 3; epoch++) {
         for (int i = 1999; i > 0; i--) {
-            int64_t j = pc_learn_rand_below(&rng, i + 1), t = rows[i];
+            int64_t j = pc_rng_below(&rng, i + 1), t = rows[i];
             rows[i] = rows[j];
             rows[j] = t;
         }

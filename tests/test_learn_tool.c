@@ -14,7 +14,8 @@
 
 #include <cmocka.h>
 
-#include "circuit/learn_internal.h"
+#include "pc/learn.h"
+#include "pc/rng.h"
 #include "pc/hclt.h"
 
 static char g_tool[1024];
@@ -73,14 +74,14 @@ static void write_idx(const char *name, int n, long cut) {
                                     0,
                                     4};
     assert_int_equal(fwrite(head, 1, 16, f), 16);
-    uint64_t rng = g_seed;
+    pc_rng rng = {g_seed};
     long total = (long)n * 16 - cut;
     for (long i = 0; i < total; i++) {
         static unsigned char row[16];
         int v = (int)(i % 16);
-        row[v] = (v > 0 && pc_learn_rand_unit(&rng) < 0.7)
+        row[v] = (v > 0 && pc_rng_unit(&rng) < 0.7)
                      ? row[v / 2]
-                     : (unsigned char)pc_learn_rand_below(&rng, 256);
+                     : (unsigned char)pc_rng_below(&rng, 256);
         fputc(row[v], f);
     }
     assert_int_equal(fclose(f), 0);

@@ -10,7 +10,8 @@
 
 #include <cmocka.h>
 
-#include "circuit/learn_internal.h"
+#include "learn/learn_internal.h"
+#include "pc/rng.h"
 #include "pc/learn.h"
 #include "testutil.h"
 
@@ -63,16 +64,16 @@ static void assert_centre_rooted_tree(int32_t n, const int32_t *parent) {
 
 static void test_mi_independent_vs_identical(void **state) {
     (void)state;
-    uint64_t rng = g_seed;
+    pc_rng rng = {g_seed};
     const int64_t n = 4000;
     pc_data d = {.count = n, .width = 4};
     d.values = malloc((size_t)(n * 4));
     assert_non_null(d.values);
     for (int64_t i = 0; i < n; i++) {
-        uint8_t a = (uint8_t)pc_learn_rand_below(&rng, 256);
+        uint8_t a = (uint8_t)pc_rng_below(&rng, 256);
         d.values[i * 4 + 0] = a;
         d.values[i * 4 + 1] = a;                                       /* identical */
-        d.values[i * 4 + 2] = (uint8_t)pc_learn_rand_below(&rng, 256); /* independent */
+        d.values[i * 4 + 2] = (uint8_t)pc_rng_below(&rng, 256); /* independent */
         d.values[i * 4 + 3] = (uint8_t)(255 - a);                      /* a bijection of a */
     }
     double mi[16];
@@ -139,19 +140,19 @@ static void test_mi_bad_arguments(void **state) {
  * draws uniformly from C = 4 values) and checks that Chow-Liu finds the tree's edges. */
 static void test_chow_liu_recovers_tree(void **state) {
     (void)state;
-    uint64_t rng = g_seed ^ 0x1234;
+    pc_rng rng = {g_seed ^ 0x1234};
     const int32_t n = 14;
     const int64_t rows = 20000;
     int32_t perm[14], true_parent[14], parent[14];
     for (int32_t i = 0; i < n; i++) perm[i] = i;
     for (int32_t i = n - 1; i > 0; i--) {
-        int32_t j = (int32_t)pc_learn_rand_below(&rng, i + 1), t = perm[i];
+        int32_t j = (int32_t)pc_rng_below(&rng, i + 1), t = perm[i];
         perm[i] = perm[j];
         perm[j] = t;
     }
     /* tree over positions 0..n-1 with parent earlier; variables are perm[position] */
     true_parent[perm[0]] = -1;
-    for (int32_t i = 1; i < n; i++) true_parent[perm[i]] = perm[pc_learn_rand_below(&rng, i)];
+    for (int32_t i = 1; i < n; i++) true_parent[perm[i]] = perm[pc_rng_below(&rng, i)];
     pc_data d = {.count = rows, .width = n};
     d.values = malloc((size_t)(rows * n));
     assert_non_null(d.values);
@@ -159,8 +160,8 @@ static void test_chow_liu_recovers_tree(void **state) {
         uint8_t *x = d.values + r * n;
         for (int32_t i = 0; i < n; i++) {
             int32_t v = perm[i];
-            if (true_parent[v] < 0 || pc_learn_rand_unit(&rng) >= 0.75)
-                x[v] = (uint8_t)pc_learn_rand_below(&rng, 4);
+            if (true_parent[v] < 0 || pc_rng_unit(&rng) >= 0.75)
+                x[v] = (uint8_t)pc_rng_below(&rng, 4);
             else
                 x[v] = x[true_parent[v]];
         }
@@ -184,7 +185,7 @@ static void test_chow_liu_recovers_tree(void **state) {
  * weighs no more than any edge on the tree path between its ends). */
 static void test_chow_liu_maximal_and_centred(void **state) {
     (void)state;
-    uint64_t rng = g_seed ^ 0xABCD;
+    pc_rng rng = {g_seed ^ 0xABCD};
     for (int32_t n = 1; n <= 40; n += 13) {
         double *w = malloc((size_t)n * n * sizeof *w);
         int32_t *parent = malloc((size_t)n * sizeof *parent);
@@ -192,7 +193,7 @@ static void test_chow_liu_maximal_and_centred(void **state) {
         assert_true(w && parent && depth);
         for (int32_t i = 0; i < n; i++)
             for (int32_t j = 0; j <= i; j++)
-                w[i * n + j] = w[j * n + i] = i == j ? 0 : pc_learn_rand_unit(&rng);
+                w[i * n + j] = w[j * n + i] = i == j ? 0 : pc_rng_unit(&rng);
         if (n > 3) w[1 * n + 2] = w[2 * n + 1] = INFINITY; /* a huge weight is fine */
         assert_int_equal(pc_learn_chow_liu(n, w, parent), PC_OK);
         assert_centre_rooted_tree(n, parent);

@@ -13,7 +13,7 @@
 static const int64_t vocabs[] = {1, 2, 7, 255, 256, 257, 1000, 4099, 32000, 50257};
 
 /* IntLSE: Q16.16 with an interpolated table, a tree of log2(N) pairwise steps of <= 1.4e-5 nats
- * each (src/kernels/lse_int.h): 16 levels at N = 50257, plus the conversions. */
+ * each (src/lse/lse_int.h): 16 levels at N = 50257, plus the conversions. */
 #define LP_TOL_INT_ABS 4e-4
 
 /* Runs kernel on rows of one vocabulary and compares each row with pc_logprob_rows_ref. */

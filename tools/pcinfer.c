@@ -19,6 +19,8 @@
 #include "pc/hclt.h"
 #include "pc/lse.h"
 
+#include "mnist_find.h"
+
 #define MNIST_TEST_IMAGES "t10k-images-idx3-ubyte.gz"
 
 static const char usage_text[] =
@@ -282,7 +284,7 @@ int main(int argc, char **argv) {
     }
     if (a.data) {
         r.data = a.data;
-    } else if (pc_data_find_mnist(NULL, MNIST_TEST_IMAGES, found, sizeof found) == PC_OK) {
+    } else if (pc_tool_find_mnist(NULL, MNIST_TEST_IMAGES, found, sizeof found) == PC_OK) {
         r.data = found;
     } else {
         fail_with(pc_last_error());

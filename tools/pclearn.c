@@ -15,10 +15,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "circuit/learn_internal.h"
 #include "pc/data.h"
 #include "pc/hclt.h"
 #include "pc/learn.h"
+#include "pc/rng.h"
+
+#include "mnist_find.h"
 
 typedef struct options {
     long latents, epochs, batch, full_epochs, bins, mi_rows, threads;
@@ -166,7 +168,7 @@ static int load_data(const char *path, const char *mnist_name, pc_data **out, ch
                      size_t n) {
     if (path) {
         if (used != path) snprintf(used, n, "%s", path);
-    } else if (pc_data_find_mnist(NULL, mnist_name, used, n) != PC_OK) {
+    } else if (pc_tool_find_mnist(NULL, mnist_name, used, n) != PC_OK) {
         return fail("finding the data");
     }
     if (pc_data_load_idx(used, out) != PC_OK) return fail("reading the data");
@@ -204,7 +206,7 @@ static int train(const options *o, pc_em *em, const pc_data *d) {
         return 1;
     }
     for (int64_t i = 0; i < n; i++) rows[i] = i;
-    uint64_t rng = o->seed ^ 0x5DEECE66Dull;
+    pc_rng rng = {o->seed ^ 0x5DEECE66Dull};
     const int64_t per_epoch = (n + o->batch - 1) / o->batch;
     const int64_t updates = per_epoch * o->epochs;
     int64_t u = 0;
@@ -214,7 +216,7 @@ static int train(const options *o, pc_em *em, const pc_data *d) {
         double ll = 0, step = 1, step_first = 1;
         if (!full)
             for (int64_t i = n - 1; i > 0; i--) { /* Fisher-Yates shuffle from the seed */
-                int64_t j = pc_learn_rand_below(&rng, i + 1), t = rows[i];
+                int64_t j = pc_rng_below(&rng, i + 1), t = rows[i];
                 rows[i] = rows[j];
                 rows[j] = t;
             }
@@ -272,7 +274,7 @@ int main(int argc, char **argv) {
      * and --data, the MNIST test set is scored when it is found, and skipped when not. */
     int want_test = o.valid != NULL;
     if (!o.valid && !o.data) {
-        want_test = pc_data_find_mnist(NULL, "t10k-images-idx3-ubyte.gz", valid_path,
+        want_test = pc_tool_find_mnist(NULL, "t10k-images-idx3-ubyte.gz", valid_path,
                                        sizeof valid_path) == PC_OK;
         if (!want_test) fprintf(stderr, "pclearn: no test set scored: %s\n", pc_last_error());
     }

@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "pc/lse.h"
+#include "pc/rng.h"
 
 typedef struct options {
     int64_t particles;
@@ -82,18 +83,10 @@ static options parse(int argc, char **argv) {
     return o;
 }
 
-/* splitmix64 and Box-Muller: the same seed gives the same stream in every run. */
-typedef struct rng { uint64_t s; } rng;
-static uint64_t next_u64(rng *g) {
-    uint64_t z = (g->s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-static double uniform01(rng *g) { return ((double)(next_u64(g) >> 11) + 0.5) / 9007199254740992.0; }
-static void normals(rng *g, float *z, int64_t n) {
+/* Box-Muller on pc/rng.h's stream: the same seed gives the same stream in every run. */
+static void normals(pc_rng *g, float *z, int64_t n) {
     for (int64_t i = 0; i < n; i += 2) {
-        double r = sqrt(-2.0 * log(uniform01(g))), a = 6.283185307179586 * uniform01(g);
+        double r = sqrt(-2.0 * log(pc_rng_open_unit(g))), a = 6.283185307179586 * pc_rng_open_unit(g);
         z[i] = (float)(r * cos(a));
         if (i + 1 < n) z[i + 1] = (float)(r * sin(a));
     }
@@ -109,7 +102,7 @@ static double now_ms(void) {
 
 /* The truth and the observations, from their own stream (seed + 1). */
 static void simulate(uint64_t seed, int steps, double *truth, double *obs) {
-    rng g = {seed + 1};
+    pc_rng g = {seed + 1};
     float z[2];
     normals(&g, z, 2);
     double x = sqrt(5.0) * z[0];
@@ -132,7 +125,7 @@ static int filter(const options *o, pc_lse_kernel kernel, const double *obs, run
         fprintf(stderr, "pfilter: out of memory for %" PRId64 " particles\n", n);
         goto done;
     }
-    rng g = {o->seed};
+    pc_rng g = {o->seed};
     normals(&g, z, n);
     for (int64_t i = 0; i < n; i++) x[i] = (float)(sqrt(5.0) * z[i]);
     pc_lse_cpu_opts opts = {o->threads, PC_ISA_AUTO};
@@ -169,7 +162,7 @@ static int filter(const options *o, pc_lse_kernel kernel, const double *obs, run
         r->lse_err[t - 1] = fabs((double)lse - lse_ref);
         double side_ms = now_ms() - t2;
         /* Systematic resampling: points (u + k) / n against the running sum of the weights. */
-        double u = uniform01(&g) / (double)n, cum = w[0];
+        double u = pc_rng_open_unit(&g) / (double)n, cum = w[0];
         for (int64_t k = 0, i = 0; k < n; k++) {
             double p = u + (double)k / (double)n;
             while (p > cum && i + 1 < n) cum += w[++i];

@@ -18,6 +18,7 @@
 
 #include "pc/cuda.h"
 #include "pc/logprob.h"
+#include "pc/rng.h"
 
 typedef struct args {
     int cuda, json, threads, reps;
@@ -74,16 +75,11 @@ static args parse(int argc, char **argv) {
     return a;
 }
 
-static uint64_t rng;
-static double uniform01(void) { /* splitmix64 -> (0, 1) */
-    uint64_t z = (rng += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return ((double)((z ^ (z >> 31)) >> 11) + 0.5) / 9007199254740992.0;
-}
+static pc_rng rng;
+static double uniform01(void) { return pc_rng_open_unit(&rng); }
 
 static void fill(const args *a, void *x, int64_t *targets) {
-    rng = a->seed;
+    pc_rng_init(&rng, a->seed);
     int64_t n = a->rows * a->vocab;
     for (int64_t i = 0; i < n; i++) {
         float v = (float)(a->sd * sqrt(-2.0 * log(uniform01())) * cos(6.283185307179586 * uniform01()));

@@ -31,13 +31,6 @@ pc_status pc_data_load_idx(const char *path, pc_data **out);
 /* Reads an IDX label file (magic 0x00000801) into a malloc'ed uint8 array of *count labels. */
 pc_status pc_labels_load_idx(const char *path, uint8_t **labels, int64_t *count);
 
-/* Finds an MNIST file such as "t10k-images-idx3-ubyte.gz": in `dir` when it is not NULL, else
- * in ./datasets/mnist, then ../shared/datasets/mnist (relative to the working directory and to
- * the source tree). Writes the path found into path_out; when none exists, the message lists
- * every place looked at. */
-pc_status pc_data_find_mnist(const char *dir, const char *file_name, char *path_out,
-                             size_t path_len);
-
 #ifdef __cplusplus
 }
 #endif

@@ -9,7 +9,7 @@
  *   PC_LSE_FUSE  FP32, one pass, online (max, sum) with exp2 of a pre-scaled input, one log
  *                per row. Inputs: f32, f16, bf16 (FP32 math).
  *   PC_LSE_INT   IntLSE: base-2 Q16.16 fixed point, pairwise LSE with integer adds, shifts and
- *                an interpolated correction table (src/kernels/lse_int.h), combined as a tree.
+ *                an interpolated correction table (src/lse/lse_int.h), combined as a tree.
  *                Inputs: f32 (shifted by the row max before conversion, so any finite input
  *                works) and q10.6.
  *

@@ -9,31 +9,6 @@
 
 #include "pc/lse.h"
 
-void pc_rng_init(pc_rng *rng, uint64_t seed) { rng->state = seed; }
-
-uint64_t pc_rng_u64(pc_rng *rng) {
-    uint64_t z = (rng->state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-double pc_rng_uniform(pc_rng *rng, double lo, double hi) {
-    double u = (double)(pc_rng_u64(rng) >> 11) * 0x1p-53; /* [0, 1) */
-    return lo + (hi - lo) * u;
-}
-
-double pc_rng_normal(pc_rng *rng, double mean, double sd) {
-    double u1 = 1.0 - pc_rng_uniform(rng, 0.0, 1.0); /* (0, 1]: log is finite */
-    double u2 = pc_rng_uniform(rng, 0.0, 1.0);
-    return mean + sd * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
-int64_t pc_rng_int(pc_rng *rng, int64_t lo, int64_t hi) {
-    uint64_t span = (uint64_t)(hi - lo) + 1;
-    return lo + (int64_t)(span ? pc_rng_u64(rng) % span : pc_rng_u64(rng));
-}
-
 static uint64_t seed_value;
 static int seed_ready;
 static pc_rng shared_rng;

@@ -21,19 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct pc_rng {
-    uint64_t state;
-} pc_rng;
-
-/* splitmix64: small, fast, and any seed (0 included) gives a good stream. */
-void pc_rng_init(pc_rng *rng, uint64_t seed);
-uint64_t pc_rng_u64(pc_rng *rng);
-/* Uniform in [lo, hi). */
-double pc_rng_uniform(pc_rng *rng, double lo, double hi);
-/* Normal with the given mean and standard deviation (Box-Muller). */
-double pc_rng_normal(pc_rng *rng, double mean, double sd);
-/* Uniform integer in [lo, hi] (inclusive). */
-int64_t pc_rng_int(pc_rng *rng, int64_t lo, int64_t hi);
+#include "pc/rng.h"
 
 /* The program's seed (clock or PC_TEST_SEED; printed on first call) and its shared generator. */
 uint64_t pc_test_seed(void);

@@ -4,27 +4,16 @@
 #include <math.h>
 #include <string.h>
 
-typedef struct pc_lsedata_rng {
-    uint64_t state;
-} pc_lsedata_rng;
-
-static uint64_t next(pc_lsedata_rng *r) {
-    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double unit(pc_lsedata_rng *r) { return (double)(next(r) >> 11) * 0x1p-53; }
+#include "pc/rng.h"
 
 void pc_lsedata_fill(uint64_t seed, double lo, double hi, double normal_sd, float *v, size_t n) {
-    pc_lsedata_rng r = {seed};
+    pc_rng r = {seed};
     for (size_t i = 0; i < n; i++) {
         if (normal_sd > 0) {
-            double u1 = 1.0 - unit(&r), u2 = unit(&r);
+            double u1 = 1.0 - pc_rng_unit(&r), u2 = pc_rng_unit(&r);
             v[i] = (float)(normal_sd * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
         } else {
-            v[i] = (float)(lo + (hi - lo) * unit(&r));
+            v[i] = (float)(lo + (hi - lo) * pc_rng_unit(&r));
         }
     }
 }
