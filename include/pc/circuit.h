@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 
+#include "pc/export.h"
 #include "pc/hclt.h"
 #include "pc/status.h"
 
@@ -47,15 +48,15 @@ typedef struct pc_circuit {
 
 /* Compiles a validated model. The circuit keeps its own copy of the parameters; the model may
  * be freed afterwards. */
-pc_status pc_circuit_compile(const pc_hclt *model, pc_circuit **out);
-void pc_circuit_free(pc_circuit *circuit);
+PC_API pc_status pc_circuit_compile(const pc_hclt *model, pc_circuit **out);
+PC_API void pc_circuit_free(pc_circuit *circuit);
 
 /* The same distribution with `num_latents` >= K states per latent: states K and up have zero
  * probability (input_logp, root_logw and trans_logw -inf in every entry that involves them), so
  * every log p(x) is unchanged. The GPU's fuse backend runs a circuit this way where its
  * kernels are faster with more states (rows of a multiple of 4 floats for 16-byte loads). */
-pc_status pc_circuit_pad_latents(const pc_circuit *circuit, int32_t num_latents,
-                                 pc_circuit **out);
+PC_API pc_status pc_circuit_pad_latents(const pc_circuit *circuit, int32_t num_latents,
+                                        pc_circuit **out);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "pc/export.h"
 #include "pc/lse.h"
 #include "pc/status.h"
 
@@ -13,23 +14,23 @@
 extern "C" {
 #endif
 
-pc_status pc_cuda_malloc(void **d_ptr, size_t bytes);
-void pc_cuda_free(void *d_ptr);
-pc_status pc_cuda_memcpy_h2d(void *d_dst, const void *src, size_t bytes);
-pc_status pc_cuda_memcpy_d2h(void *dst, const void *d_src, size_t bytes);
+PC_API pc_status pc_cuda_malloc(void **d_ptr, size_t bytes);
+PC_API void pc_cuda_free(void *d_ptr);
+PC_API pc_status pc_cuda_memcpy_h2d(void *d_dst, const void *src, size_t bytes);
+PC_API pc_status pc_cuda_memcpy_d2h(void *dst, const void *d_src, size_t bytes);
 /* Fills bytes of device memory with `byte` (tests poison outputs with 0xFF = NaN). */
-pc_status pc_cuda_memset(void *d_ptr, int byte, size_t bytes);
-pc_status pc_cuda_synchronize(void);
+PC_API pc_status pc_cuda_memset(void *d_ptr, int byte, size_t bytes);
+PC_API pc_status pc_cuda_synchronize(void);
 /* "NVIDIA H200, 132 SMs, driver 13.0, runtime 13.0" or similar. */
-pc_status pc_cuda_describe(char *text, size_t len);
+PC_API pc_status pc_cuda_describe(char *text, size_t len);
 
 /* Event-based timing on a stream: start, queue work, stop; elapsed waits for the stop event. */
 typedef struct pc_cuda_timer pc_cuda_timer;
-pc_status pc_cuda_timer_create(pc_cuda_timer **timer);
-pc_status pc_cuda_timer_start(pc_cuda_timer *timer, pc_stream stream);
-pc_status pc_cuda_timer_stop(pc_cuda_timer *timer, pc_stream stream);
-pc_status pc_cuda_timer_elapsed_ms(pc_cuda_timer *timer, float *ms);
-void pc_cuda_timer_free(pc_cuda_timer *timer);
+PC_API pc_status pc_cuda_timer_create(pc_cuda_timer **timer);
+PC_API pc_status pc_cuda_timer_start(pc_cuda_timer *timer, pc_stream stream);
+PC_API pc_status pc_cuda_timer_stop(pc_cuda_timer *timer, pc_stream stream);
+PC_API pc_status pc_cuda_timer_elapsed_ms(pc_cuda_timer *timer, float *ms);
+PC_API void pc_cuda_timer_free(pc_cuda_timer *timer);
 
 #ifdef __cplusplus
 }

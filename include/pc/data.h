@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pc/export.h"
 #include "pc/status.h"
 
 #ifdef __cplusplus
@@ -20,16 +21,16 @@ typedef struct pc_data {
 } pc_data;
 
 /* Allocates count x width zeroed values (missing = NULL). */
-pc_status pc_data_create(int64_t count, int32_t width, pc_data **out);
-void pc_data_free(pc_data *data);
+PC_API pc_status pc_data_create(int64_t count, int32_t width, pc_data **out);
+PC_API void pc_data_free(pc_data *data);
 
 /* Reads an IDX image file (magic 0x00000803, uint8, any number of dimensions >= 1 after the
  * count; width = product of them), plain or .gz. Every header field and the payload length are
  * checked; a truncated or corrupt file gets a message naming the file. */
-pc_status pc_data_load_idx(const char *path, pc_data **out);
+PC_API pc_status pc_data_load_idx(const char *path, pc_data **out);
 
 /* Reads an IDX label file (magic 0x00000801) into a malloc'ed uint8 array of *count labels. */
-pc_status pc_labels_load_idx(const char *path, uint8_t **labels, int64_t *count);
+PC_API pc_status pc_labels_load_idx(const char *path, uint8_t **labels, int64_t *count);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pc/export.h"
 #include "pc/circuit.h"
 #include "pc/status.h"
 
@@ -32,10 +33,10 @@ typedef enum pc_backend {
 } pc_backend;
 
 /* "ref", "cpu", "cpu-fuse", "fuse", "int", "gemm". */
-const char *pc_backend_name(pc_backend backend);
-pc_status pc_backend_parse(const char *name, pc_backend *backend);
+PC_API const char *pc_backend_name(pc_backend backend);
+PC_API pc_status pc_backend_parse(const char *name, pc_backend *backend);
 /* 1 for fuse, int and gemm. */
-int pc_backend_is_gpu(pc_backend backend);
+PC_API int pc_backend_is_gpu(pc_backend backend);
 
 typedef struct pc_eval_opts {
     pc_backend backend;
@@ -49,18 +50,18 @@ typedef struct pc_evaluator pc_evaluator;
  * once and allocates buffers for max_batch samples. The circuit must outlive the evaluator.
  * A GPU backend on a machine without a GPU returns PC_ERR_NO_DEVICE (or PC_ERR_UNSUPPORTED in
  * a build without CUDA); a model too large for the GPU returns PC_ERR_DEVICE_MEMORY. */
-pc_status pc_evaluator_create(const pc_circuit *circuit, const pc_eval_opts *opts,
-                              pc_evaluator **out);
-void pc_evaluator_free(pc_evaluator *evaluator);
+PC_API pc_status pc_evaluator_create(const pc_circuit *circuit, const pc_eval_opts *opts,
+                                     pc_evaluator **out);
+PC_API void pc_evaluator_free(pc_evaluator *evaluator);
 
 /* Scores n <= max_batch samples: x is [n, V] host uint8 (values < C), missing is NULL or
  * [n, V] host uint8 (1 = marginalise x_v); logp is [n] host double. Synchronous. A value >= C
  * is rejected with PC_ERR_DATA naming the sample and variable. */
-pc_status pc_evaluate(pc_evaluator *evaluator, const uint8_t *x, const uint8_t *missing,
-                      int64_t n, double *logp);
+PC_API pc_status pc_evaluate(pc_evaluator *evaluator, const uint8_t *x, const uint8_t *missing,
+                             int64_t n, double *logp);
 
 /* Peak bytes of device memory this evaluator has held (0 for CPU backends). */
-size_t pc_evaluator_peak_device_bytes(const pc_evaluator *evaluator);
+PC_API size_t pc_evaluator_peak_device_bytes(const pc_evaluator *evaluator);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "pc/export.h"
 #include "pc/status.h"
 
 #ifdef __cplusplus
@@ -33,22 +34,22 @@ typedef enum pc_hclt_float { PC_HCLT_F32 = 0, PC_HCLT_F64 = 1 } pc_hclt_float;
 
 /* Allocates a model with every array sized for (V, C, K, T), parents and trans_index set to -1
  * and parameters to 0. Free with pc_hclt_free. */
-pc_status pc_hclt_create(int32_t num_vars, int32_t num_cats, int32_t num_latents,
-                         int32_t num_trans, pc_hclt **out);
-void pc_hclt_free(pc_hclt *model);
+PC_API pc_status pc_hclt_create(int32_t num_vars, int32_t num_cats, int32_t num_latents,
+                                int32_t num_trans, pc_hclt **out);
+PC_API void pc_hclt_free(pc_hclt *model);
 
 /* Checks every rule of HCLT_FORMAT v1 (tree shape, trans_index a permutation, no NaN or +inf,
  * every distribution normalised within 1e-3). `name` (a file name, or NULL) starts the message,
  * e.g. "model.h5: /params/input_logp[12, 3, :] sums to 1.7, not 1". */
-pc_status pc_hclt_validate(const pc_hclt *model, const char *name);
+PC_API pc_status pc_hclt_validate(const pc_hclt *model, const char *name);
 
 /* Reads and validates a model file; float32 or float64 datasets, any HDF5 filter. On error
  * *out is NULL and the message names the file and the field. */
-pc_status pc_hclt_load(const char *path, pc_hclt **out);
+PC_API pc_status pc_hclt_load(const char *path, pc_hclt **out);
 
 /* Validates, then writes the model with shuffle + deflate to "<path>.tmp-<pid>" and renames it
  * to path, so a failed write leaves no file behind and never a partial one. */
-pc_status pc_hclt_save(const pc_hclt *model, const char *path, pc_hclt_float float_type);
+PC_API pc_status pc_hclt_save(const pc_hclt *model, const char *path, pc_hclt_float float_type);
 
 #ifdef __cplusplus
 }

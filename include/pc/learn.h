@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "pc/export.h"
 #include "pc/data.h"
 #include "pc/hclt.h"
 #include "pc/status.h"
@@ -30,36 +31,36 @@ extern "C" {
  * x * num_bins / num_cats (2 <= num_bins <= 64); missing values are left out of the pair's
  * counts. When data->count > max_rows (> 0), a fixed sample of max_rows rows drawn from `seed`
  * is used. */
-pc_status pc_learn_mutual_info(const pc_data *data, int32_t num_cats, int32_t num_bins,
-                               int64_t max_rows, uint64_t seed, double *mi);
+PC_API pc_status pc_learn_mutual_info(const pc_data *data, int32_t num_cats, int32_t num_bins,
+                                      int64_t max_rows, uint64_t seed, double *mi);
 
 /* Maximum spanning tree of the complete graph weighted by mi [V, V] (Prim's algorithm; ties go
  * to the lower variable index), rooted at a centre of the tree: a vertex of least eccentricity
  * (the lower index among two centres). Writes parent [V], -1 for the root. */
-pc_status pc_learn_chow_liu(int32_t num_vars, const double *mi, int32_t *parent);
+PC_API pc_status pc_learn_chow_liu(int32_t num_vars, const double *mi, int32_t *parent);
 
 /* Allocates an HCLT over the rooted tree parent [V] with num_cats categories and num_latents
  * latents: every tree leaf (a non-root variable without children) shares its parent's latent
  * (trans_index -1); every other non-root variable gets a trans row, numbered 0..T-1 in
  * increasing variable order. Parameters are uniform. Free with pc_hclt_free. */
-pc_status pc_learn_hclt_create(int32_t num_vars, const int32_t *parent, int32_t num_cats,
-                               int32_t num_latents, pc_hclt **out);
+PC_API pc_status pc_learn_hclt_create(int32_t num_vars, const int32_t *parent, int32_t num_cats,
+                                      int32_t num_latents, pc_hclt **out);
 
 /* Random initial parameters from `seed`: root and transition rows ~ Dirichlet(1) mixed half
  * and half with uniform; input rows = the data's per-variable marginals (smoothed) times a
  * random factor in [0.5, 1.5) per entry, renormalised. `data` may be NULL (uniform marginals). */
-pc_status pc_learn_init_params(pc_hclt *model, const pc_data *data, uint64_t seed);
+PC_API pc_status pc_learn_init_params(pc_hclt *model, const pc_data *data, uint64_t seed);
 
 /* log p(x) in nats of every sample of data, written to logp [data->count]; samples of zero
  * probability get -inf. */
-pc_status pc_learn_loglik(const pc_hclt *model, const pc_data *data, double *logp);
+PC_API pc_status pc_learn_loglik(const pc_hclt *model, const pc_data *data, double *logp);
 
 /* EM state: the parameters in the probability domain plus per-thread count buffers. */
 typedef struct pc_em pc_em;
 
 /* Takes the model's current parameters (model is not kept). */
-pc_status pc_em_create(const pc_hclt *model, pc_em **out);
-void pc_em_free(pc_em *em);
+PC_API pc_status pc_em_create(const pc_hclt *model, pc_em **out);
+PC_API void pc_em_free(pc_em *em);
 
 /* One EM step on the rows rows[0..n-1] of data (rows NULL: rows 0..n-1): computes the expected
  * counts N under the current parameters and moves every distribution p towards the estimate
@@ -68,12 +69,12 @@ void pc_em_free(pc_em *em);
  * number of entries of the distribution (K or C). Writes the sum of log p(x) over the rows
  * under the parameters before the step to *loglik_sum (may be NULL). Rows with a value >=
  * num_cats fail with PC_ERR_DATA before anything changes. */
-pc_status pc_em_step(pc_em *em, const pc_data *data, const int64_t *rows, int64_t n, double step,
-                     double pseudocount, double *loglik_sum);
+PC_API pc_status pc_em_step(pc_em *em, const pc_data *data, const int64_t *rows, int64_t n,
+                            double step, double pseudocount, double *loglik_sum);
 
 /* Writes the EM's current parameters (as natural logs) into model, which must have the shape
  * and structure pc_em_create was given. */
-pc_status pc_em_export(const pc_em *em, pc_hclt *model);
+PC_API pc_status pc_em_export(const pc_em *em, pc_hclt *model);
 
 #ifdef __cplusplus
 }

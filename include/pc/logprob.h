@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pc/export.h"
 #include "pc/lse.h"
 #include "pc/status.h"
 
@@ -42,7 +43,7 @@ extern "C" {
 
 /* PC_OK when every targets[r] (r < rows) is in [0, vocab); else PC_ERR_ARG naming the first
  * bad row. Host pointer. */
-pc_status pc_logprob_check_targets(const int64_t *targets, int64_t rows, int64_t vocab);
+PC_API pc_status pc_logprob_check_targets(const int64_t *targets, int64_t rows, int64_t vocab);
 
 /* CPU, synchronous, host pointers. The row LSE comes from pc_lse_rows with `kernel` (one pass
  * over the logits; pairs as there: ref with f32 or bf16, fuse with f32 or bf16, int with f32),
@@ -51,13 +52,14 @@ pc_status pc_logprob_check_targets(const int64_t *targets, int64_t rows, int64_t
  * logits of size ~30; a large common offset costs more: use ref, which subtracts in FP64, or
  * the GPU path, which subtracts the row max before rounding). opts as in pc_lse_rows (NULL:
  * one thread, best isa). */
-pc_status pc_logprob_rows(pc_lse_kernel kernel, pc_dtype dtype, const void *logits, int64_t rows,
-                          int64_t vocab, int64_t stride, const int64_t *targets, float *out,
-                          const pc_lse_cpu_opts *opts);
+PC_API pc_status pc_logprob_rows(pc_lse_kernel kernel, pc_dtype dtype, const void *logits,
+                                 int64_t rows, int64_t vocab, int64_t stride,
+                                 const int64_t *targets, float *out, const pc_lse_cpu_opts *opts);
 
 /* The FP64 reference with double output: the ground truth of every test and error figure. */
-pc_status pc_logprob_rows_ref(pc_dtype dtype, const void *logits, int64_t rows, int64_t vocab,
-                              int64_t stride, const int64_t *targets, double *out);
+PC_API pc_status pc_logprob_rows_ref(pc_dtype dtype, const void *logits, int64_t rows,
+                                     int64_t vocab, int64_t stride, const int64_t *targets,
+                                     double *out);
 
 /* CUDA: d_logits, d_targets, d_out and d_scratch are device pointers; the call is asynchronous
  * on `stream` and returns once the work is queued. Scratch is CUB style: with d_scratch == NULL
@@ -66,9 +68,10 @@ pc_status pc_logprob_rows_ref(pc_dtype dtype, const void *logits, int64_t rows, 
  * work finishes. The shape picks the grid (one block per row, or several blocks per row plus a
  * combine step when the rows alone cannot fill the GPU). In a build without CUDA it returns
  * PC_ERR_UNSUPPORTED. */
-pc_status pc_logprob_rows_cuda(pc_dtype dtype, const void *d_logits, int64_t rows, int64_t vocab,
-                               int64_t stride, const int64_t *d_targets, float *d_out,
-                               void *d_scratch, size_t *scratch_bytes, pc_stream stream);
+PC_API pc_status pc_logprob_rows_cuda(pc_dtype dtype, const void *d_logits, int64_t rows,
+                                      int64_t vocab, int64_t stride, const int64_t *d_targets,
+                                      float *d_out, void *d_scratch, size_t *scratch_bytes,
+                                      pc_stream stream);
 
 #ifdef __cplusplus
 }

@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pc/export.h"
 #include "pc/status.h"
 
 #ifdef __cplusplus
@@ -50,22 +51,22 @@ typedef enum pc_isa { PC_ISA_AUTO = 0, PC_ISA_SCALAR = 1, PC_ISA_AVX2 = 2, PC_IS
 
 /* Names as the tools spell them: "ref", "fuse", "int"; "f32", "f16", "bf16", "q10.6";
  * "auto", "scalar", "avx2", "avx512". Parsers return PC_ERR_ARG for an unknown name. */
-const char *pc_lse_kernel_name(pc_lse_kernel kernel);
-const char *pc_dtype_name(pc_dtype dtype);
-const char *pc_isa_name(pc_isa isa);
-pc_status pc_lse_kernel_parse(const char *name, pc_lse_kernel *kernel);
-pc_status pc_dtype_parse(const char *name, pc_dtype *dtype);
-pc_status pc_isa_parse(const char *name, pc_isa *isa);
+PC_API const char *pc_lse_kernel_name(pc_lse_kernel kernel);
+PC_API const char *pc_dtype_name(pc_dtype dtype);
+PC_API const char *pc_isa_name(pc_isa isa);
+PC_API pc_status pc_lse_kernel_parse(const char *name, pc_lse_kernel *kernel);
+PC_API pc_status pc_dtype_parse(const char *name, pc_dtype *dtype);
+PC_API pc_status pc_isa_parse(const char *name, pc_isa *isa);
 
 /* Bytes per element of a dtype (4 or 2). */
-size_t pc_dtype_size(pc_dtype dtype);
+PC_API size_t pc_dtype_size(pc_dtype dtype);
 
 /* ------------------------------------------------------------------------------------------
  * CPU. All pointers are host pointers; calls are synchronous.
  * ------------------------------------------------------------------------------------------ */
 
 /* The best instruction set this CPU supports (as reported by cpuid and the OS). */
-pc_isa pc_cpu_best_isa(void);
+PC_API pc_isa pc_cpu_best_isa(void);
 
 /* Options of the CPU calls; NULL means { threads = 1, isa = PC_ISA_AUTO }.
  * threads <= 1 runs on the calling thread; more splits rows across OpenMP threads.
@@ -77,32 +78,32 @@ typedef struct pc_lse_cpu_opts {
 
 /* out[r] = LSE(x[r, 0:cols]) for r < rows. x is [rows, stride] of `dtype`; out is [rows].
  * Kernel/dtype pairs: ref with any dtype; fuse with f32, f16, bf16; int with f32, q10.6. */
-pc_status pc_lse_rows(pc_lse_kernel kernel, pc_dtype dtype, const void *x, int64_t rows,
-                      int64_t cols, int64_t stride, float *out, const pc_lse_cpu_opts *opts);
+PC_API pc_status pc_lse_rows(pc_lse_kernel kernel, pc_dtype dtype, const void *x, int64_t rows,
+                             int64_t cols, int64_t stride, float *out, const pc_lse_cpu_opts *opts);
 
 /* The FP64 reference of pc_lse_rows for any dtype, with double output. */
-pc_status pc_lse_rows_ref(pc_dtype dtype, const void *x, int64_t rows, int64_t cols,
-                          int64_t stride, double *out);
+PC_API pc_status pc_lse_rows_ref(pc_dtype dtype, const void *x, int64_t rows, int64_t cols,
+                                 int64_t stride, double *out);
 
 /* Weighted form (a circuit sum layer):
  *   out[b, j] = LSE_k ( w[j, k] + x[b, k] ),  b < batch, j < outs, k < ins.
  * w is [outs, ins] (row-major, contiguous), x is [batch, x_stride], out is [batch, outs]
  * (contiguous). fuse uses the exp-once form: shift x[b, :] by its max, exponentiate each x once,
  * multiply-add with exp(w), one log per output. int runs IntLSE pairwise over k. */
-pc_status pc_lse_weighted(pc_lse_kernel kernel, const float *w, const float *x, int64_t batch,
-                          int64_t outs, int64_t ins, int64_t x_stride, float *out,
-                          const pc_lse_cpu_opts *opts);
+PC_API pc_status pc_lse_weighted(pc_lse_kernel kernel, const float *w, const float *x,
+                                 int64_t batch, int64_t outs, int64_t ins, int64_t x_stride,
+                                 float *out, const pc_lse_cpu_opts *opts);
 
 /* The FP64 reference of pc_lse_weighted. */
-pc_status pc_lse_weighted_ref(const float *w, const float *x, int64_t batch, int64_t outs,
-                              int64_t ins, int64_t x_stride, double *out);
+PC_API pc_status pc_lse_weighted_ref(const float *w, const float *x, int64_t batch, int64_t outs,
+                                     int64_t ins, int64_t x_stride, double *out);
 
 /* Backward: grad[r, i] = exp(x[r, i] - lse[r]) (the softmax), given the saved lse[r] of the
  * forward pass; one fused pass. x is [rows, stride] f32, grad is [rows, grad_stride] f32
  * (grad_stride >= cols); a row whose lse is -inf or NaN gets NaN. */
-pc_status pc_lse_backward(const float *x, const float *lse, int64_t rows, int64_t cols,
-                          int64_t stride, float *grad, int64_t grad_stride,
-                          const pc_lse_cpu_opts *opts);
+PC_API pc_status pc_lse_backward(const float *x, const float *lse, int64_t rows, int64_t cols,
+                                 int64_t stride, float *grad, int64_t grad_stride,
+                                 const pc_lse_cpu_opts *opts);
 
 /* ------------------------------------------------------------------------------------------
  * CUDA. Pointers named d_* are device pointers; calls are asynchronous on `stream` (NULL is the
@@ -114,26 +115,26 @@ pc_status pc_lse_backward(const float *x, const float *lse, int64_t rows, int64_
 typedef struct CUstream_st *pc_stream; /* the same type as cudaStream_t */
 
 /* 1 when this build has CUDA and at least one usable GPU is present, else 0. Never fails. */
-int pc_cuda_available(void);
+PC_API int pc_cuda_available(void);
 
 /* Row-wise LSE on the GPU, same contract as pc_lse_rows (ref is not offered on the GPU).
  * Scratch (CUB style): with d_scratch == NULL the call only stores the bytes it needs in
  * *scratch_bytes and returns PC_OK; otherwise d_scratch must hold *scratch_bytes bytes of
  * device memory that stays untouched by others until the queued work finishes. The shape
  * decides the mapping (sub-warp, warp, block, or several blocks per row); no recompilation. */
-pc_status pc_lse_rows_cuda(pc_lse_kernel kernel, pc_dtype dtype, const void *d_x, int64_t rows,
-                           int64_t cols, int64_t stride, float *d_out, void *d_scratch,
-                           size_t *scratch_bytes, pc_stream stream);
+PC_API pc_status pc_lse_rows_cuda(pc_lse_kernel kernel, pc_dtype dtype, const void *d_x,
+                                  int64_t rows, int64_t cols, int64_t stride, float *d_out,
+                                  void *d_scratch, size_t *scratch_bytes, pc_stream stream);
 
 /* Weighted form on the GPU, same contract as pc_lse_weighted (kernels fuse and int). */
-pc_status pc_lse_weighted_cuda(pc_lse_kernel kernel, const float *d_w, const float *d_x,
-                               int64_t batch, int64_t outs, int64_t ins, int64_t x_stride,
-                               float *d_out, pc_stream stream);
+PC_API pc_status pc_lse_weighted_cuda(pc_lse_kernel kernel, const float *d_w, const float *d_x,
+                                      int64_t batch, int64_t outs, int64_t ins, int64_t x_stride,
+                                      float *d_out, pc_stream stream);
 
 /* Backward on the GPU, same contract as pc_lse_backward. */
-pc_status pc_lse_backward_cuda(const float *d_x, const float *d_lse, int64_t rows, int64_t cols,
-                               int64_t stride, float *d_grad, int64_t grad_stride,
-                               pc_stream stream);
+PC_API pc_status pc_lse_backward_cuda(const float *d_x, const float *d_lse, int64_t rows,
+                                      int64_t cols, int64_t stride, float *d_grad,
+                                      int64_t grad_stride, pc_stream stream);
 
 #ifdef __cplusplus
 }

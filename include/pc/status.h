@@ -8,6 +8,8 @@
 #ifndef PC_STATUS_H
 #define PC_STATUS_H
 
+#include "pc/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -34,15 +36,15 @@ typedef enum pc_status {
 } pc_status;
 
 /* The words for a status code ("invalid argument"); never NULL. */
-const char *pc_status_str(pc_status status);
+PC_API const char *pc_status_str(pc_status status);
 
 /* The message of the calling thread's most recent failing call ("" if none). The text is owned
  * by the library and stays valid until the next failing call on this thread. */
-const char *pc_last_error(void);
+PC_API const char *pc_last_error(void);
 
 /* Records a formatted message for the calling thread and returns `status`, so that library code
  * can write `return pc_fail(PC_ERR_ARG, "rows = %lld is negative", (long long)rows);`. */
-pc_status pc_fail(pc_status status, const char *fmt, ...)
+PC_API pc_status pc_fail(pc_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
