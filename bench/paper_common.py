@@ -145,8 +145,8 @@ class Lib:
         if self.has_logprob:
             L.pc_logprob_rows.argtypes = [ctypes.c_int, ctypes.c_int, vp, i64, i64, i64, vp, vp, vp]
             L.pc_logprob_rows_ref.argtypes = [ctypes.c_int, vp, i64, i64, i64, vp, vp]
-            L.pc_logprob_rows_cuda.argtypes = [ctypes.c_int, vp, i64, i64, i64, vp, vp, vp,
-                                               ctypes.POINTER(sz), vp]
+            L.pc_logprob_rows_cuda.argtypes = [ctypes.c_int, ctypes.c_int, vp, i64, i64, i64, vp,
+                                               vp, vp, ctypes.POINTER(sz), vp]
 
     def check(self, status, what):
         if status != 0:
@@ -180,8 +180,9 @@ class Lib:
 
     def logprob_rows_cuda(self, dtype, x_ptr, rows, vocab, stride, t_ptr, out_ptr, scratch_ptr, nbytes):
         n = ctypes.c_size_t(nbytes)
-        self.check(self.lib.pc_logprob_rows_cuda(DTYPES[dtype], x_ptr, rows, vocab, stride, t_ptr,
-                                                 out_ptr, scratch_ptr, ctypes.byref(n), None),
+        self.check(self.lib.pc_logprob_rows_cuda(KERNELS["fuse"], DTYPES[dtype], x_ptr, rows, vocab,
+                                                 stride, t_ptr, out_ptr, scratch_ptr,
+                                                 ctypes.byref(n), None),
                    "pc_logprob_rows_cuda")
         return n.value
 

@@ -18,9 +18,9 @@
 
 #include "hclt_random.h"
 #include "pc/circuit.h"
+#include "pc/cuda.h"
 #include "pc/eval.h"
 #include "pc/hclt.h"
-#include "pc/lse.h"
 
 #define V 12
 #define C 4

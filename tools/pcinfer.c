@@ -287,7 +287,7 @@ int main(int argc, char **argv) {
     } else if (pc_tool_find_mnist(NULL, MNIST_TEST_IMAGES, found, sizeof found) == PC_OK) {
         r.data = found;
     } else {
-        fail_with(pc_last_error());
+        fail_with(found);
         goto done;
     }
     if (pc_data_load_idx(r.data, &data) != PC_OK) {

@@ -169,7 +169,8 @@ static int load_data(const char *path, const char *mnist_name, pc_data **out, ch
     if (path) {
         if (used != path) snprintf(used, n, "%s", path);
     } else if (pc_tool_find_mnist(NULL, mnist_name, used, n) != PC_OK) {
-        return fail("finding the data");
+        fprintf(stderr, "pclearn: finding the data: %s\n", used);
+        return 1;
     }
     if (pc_data_load_idx(used, out) != PC_OK) return fail("reading the data");
     return 0;
@@ -276,7 +277,7 @@ int main(int argc, char **argv) {
     if (!o.valid && !o.data) {
         want_test = pc_tool_find_mnist(NULL, "t10k-images-idx3-ubyte.gz", valid_path,
                                        sizeof valid_path) == PC_OK;
-        if (!want_test) fprintf(stderr, "pclearn: no test set scored: %s\n", pc_last_error());
+        if (!want_test) fprintf(stderr, "pclearn: no test set scored: %s\n", valid_path);
     }
     if (want_test) {
         if (load_data(o.valid ? o.valid : valid_path, NULL, &test, valid_path, sizeof valid_path))

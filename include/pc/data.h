@@ -30,7 +30,7 @@ PC_API void pc_data_free(pc_data *data);
 PC_API pc_status pc_data_load_idx(const char *path, pc_data **out);
 
 /* Reads an IDX label file (magic 0x00000801) into a malloc'ed uint8 array of *count labels. */
-PC_API pc_status pc_labels_load_idx(const char *path, uint8_t **labels, int64_t *count);
+PC_API pc_status pc_data_load_idx_labels(const char *path, uint8_t **labels, int64_t *count);
 
 #ifdef __cplusplus
 }

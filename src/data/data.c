@@ -3,6 +3,7 @@
  * IDX layout: 2 zero bytes, a type byte (0x08 = uint8), a byte with the number of dimensions
  * n, then n big-endian uint32 sizes, then the payload: the product of the sizes in bytes. */
 #include "pc/data.h"
+#include "base/fail.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -174,9 +175,9 @@ pc_status pc_data_load_idx(const char *path, pc_data **out) {
     return PC_OK;
 }
 
-pc_status pc_labels_load_idx(const char *path, uint8_t **labels, int64_t *count) {
+pc_status pc_data_load_idx_labels(const char *path, uint8_t **labels, int64_t *count) {
     if (!labels || !count || !path)
-        return pc_fail(PC_ERR_ARG, "pc_labels_load_idx: NULL argument");
+        return pc_fail(PC_ERR_ARG, "pc_data_load_idx_labels: NULL argument");
     *labels = NULL;
     *count = 0;
     gzFile f;

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fail.h"
 #include "eval/backend.h"
 
 static const char *const backend_names[] = {"ref", "cpu", "cpu-fuse", "fuse", "int", "gemm"};

@@ -1,5 +1,6 @@
 /* HCLT models in memory: allocation and the validity rules of HCLT_FORMAT v1 (docs/format.md). */
 #include "pc/hclt.h"
+#include "base/fail.h"
 
 #include <math.h>
 #include <stdio.h>

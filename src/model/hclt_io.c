@@ -11,6 +11,7 @@
 
 #include <hdf5.h>
 
+#include "base/fail.h"
 #include "pc/hclt.h"
 
 #define PC_HCLT_FORMAT_NAME "pcinfer-hclt"

@@ -1,5 +1,6 @@
 /* The GPU backends (fuse, int, gemm) and the device log check in a build without CUDA: each says
  * so. Not compiled when CUDA is on (src/eval/cuda/cuda_*.cu define them then). */
+#include "base/fail.h"
 #include "eval/backend.h"
 #include "eval/cuda/gpu_log.h"
 

@@ -3,6 +3,7 @@
  * unit's log2 of the mantissa, subnormals as 0). */
 #include <cuda_runtime.h>
 
+#include "base/fail.h"
 #include "eval/cuda/gpu_log.h"
 
 /* The logs a test applies: of a float (pc_gpu_log, or pc_gpu_log_nonneg), of a double. */

@@ -1,6 +1,7 @@
 /* Host side of the GPU circuit engine: the slot plan, parameter upload, buffers sized once,
  * CUDA graphs per batch size, and batches streamed through pinned buffers on two streams
  * (copies on one, the graph on the other) so that the next chunk's upload overlaps compute. */
+#include "base/fail.h"
 #include "eval/cuda/cuda_circuit.cuh"
 #include "eval/cuda/cuda_circuit.h"
 

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/fail.h"
 #include "eval/backend.h"
 #include "eval/cuda/gpu_log.h"
 #include "eval/cuda/gpu_plan.h"

@@ -22,6 +22,7 @@
  * Counters. done[g][f] counts the outputs of group g finished for the f-th run of FUSE_FINE
  * samples; a reader waits until it reaches K for each run its samples cover, whatever the
  * writer's item shape. */
+#include "base/fail.h"
 #include "eval/cuda/cuda_circuit.cuh"
 
 #define FUSE_THREADS 256

@@ -36,6 +36,7 @@
  * strides), which K = 16, 32, 64 and 128 take: with it, 32-bit sample checks, the root's
  * weights loaded once and the stores predicated instead of branched around, batch 512 ran
  * 1.05-1.08x faster (results file 100). */
+#include "base/fail.h"
 #include "eval/cuda/cuda_circuit.cuh"
 
 #include <stdlib.h>

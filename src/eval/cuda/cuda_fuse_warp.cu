@@ -68,6 +68,7 @@
  * at 2,048, 1.04x at 4,096 (2.645 -> 2.552 ms), 1.03x at 8,192 (file 170). At K = 96 and 112
  * they ran 1.13-1.14x faster at 1,024 but 0.86-0.94x at 4,096-8,192: there more items hide
  * each other's latency only while the gangs fill the GPU a few times (pc_gpu_warp_form). */
+#include "base/fail.h"
 #include "eval/cuda/cuda_circuit.cuh"
 
 #include <float.h>

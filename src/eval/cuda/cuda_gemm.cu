@@ -6,6 +6,7 @@
  * step 1, because a group may take over a slot that a group of the same layer reads.
  * The root (the last group) gets the shared FP64 root kernel. A second exact path and a
  * cross-check of `fuse`. */
+#include "base/fail.h"
 #include "eval/cuda/cuda_circuit.cuh"
 
 #define GEMM_THREADS 256

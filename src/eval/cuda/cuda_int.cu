@@ -13,6 +13,7 @@
  * the clamped integer instead (~ -5678 nats) would make such a group look finite.
  * A work item is (group, tile of BM samples) and covers all K outputs (thread per (b, j), lanes
  * along j so the weight reads coalesce). The root's LSE is FP64 as in every backend. */
+#include "base/fail.h"
 #include "eval/cuda/cuda_circuit.cuh"
 #include "lse/lse_int.h"
 
