@@ -5,7 +5,9 @@
  *           [--valid FILE] [--seed S] [--threads T] [--f64] -o MODEL.h5
  *
  * Progress (one line per epoch) goes to stderr, the summary to stdout. Exit status: 0 done,
- * 1 error, 2 usage.
+ * 1 error, 2 usage. The output is opened (checked, its temporary file made) before the data is
+ * read, so a bad -o fails at once instead of after training; the model is written complete or
+ * not at all, never over an input.
  */
 #include <errno.h>
 #include <math.h>
@@ -16,6 +18,7 @@
 #include <time.h>
 
 #include "pc/data.h"
+#include "pc/file.h"
 #include "pc/hclt.h"
 #include "pc/learn.h"
 #include "pc/rng.h"
@@ -163,17 +166,19 @@ static int fail(const char *what) {
     return 1;
 }
 
-/* Reads `path`, or when it is NULL the MNIST file `mnist_name`; the path read goes to used. */
-static int load_data(const char *path, const char *mnist_name, pc_data **out, char *used,
-                     size_t n) {
+/* The path of the data: `path`, or when it is NULL the MNIST file `mnist_name`, into used. */
+static int find_data(const char *path, const char *mnist_name, char *used, size_t n) {
     if (path) {
-        if (used != path) snprintf(used, n, "%s", path);
+        snprintf(used, n, "%s", path);
     } else if (pc_tool_find_mnist(NULL, mnist_name, used, n) != PC_OK) {
         fprintf(stderr, "pclearn: finding the data: %s\n", used);
         return 1;
     }
-    if (pc_data_load_idx(used, out) != PC_OK) return fail("reading the data");
     return 0;
+}
+
+static int load_data(const char *path, pc_data **out) {
+    return pc_data_load_idx(path, out) != PC_OK ? fail("reading the data") : 0;
 }
 
 /* Mean log p(x) in nats over the data. */
@@ -260,10 +265,27 @@ int main(int argc, char **argv) {
     pc_data *d = NULL, *test = NULL;
     pc_hclt *model = NULL, *saved = NULL;
     pc_em *em = NULL;
+    pc_file_writer *w = NULL;
     double *mi = NULL;
     int32_t *parent = NULL;
     rc = 1;
-    if (load_data(o.data, "train-images-idx3-ubyte.gz", &d, data_path, sizeof data_path)) goto out;
+    if (find_data(o.data, "train-images-idx3-ubyte.gz", data_path, sizeof data_path)) goto out;
+    /* Without --valid and --data, the MNIST test set is scored when it is found, and skipped
+     * when not. */
+    int want_test = o.valid != NULL;
+    if (o.valid) {
+        snprintf(valid_path, sizeof valid_path, "%s", o.valid);
+    } else if (!o.data) {
+        want_test = pc_tool_find_mnist(NULL, "t10k-images-idx3-ubyte.gz", valid_path,
+                                       sizeof valid_path) == PC_OK;
+        if (!want_test) fprintf(stderr, "pclearn: no test set scored: %s\n", valid_path);
+    }
+    const char *inputs[2] = {data_path, want_test ? valid_path : NULL};
+    if (pc_file_writer_open(o.out, inputs, 2, &w) != PC_OK) {
+        fail("writing the model");
+        goto out;
+    }
+    if (load_data(data_path, &d)) goto out;
     if (d->count < 1) {
         fprintf(stderr, "pclearn: %s has no samples\n", data_path);
         goto out;
@@ -271,17 +293,9 @@ int main(int argc, char **argv) {
     const int32_t cats = 256, vars = d->width; /* IDX bytes: 256 categories */
     fprintf(stderr, "data: %s, %lld samples x %d variables\n", data_path, (long long)d->count,
             vars);
-    /* The test data is read before learning, so a bad file fails at once. Without --valid
-     * and --data, the MNIST test set is scored when it is found, and skipped when not. */
-    int want_test = o.valid != NULL;
-    if (!o.valid && !o.data) {
-        want_test = pc_tool_find_mnist(NULL, "t10k-images-idx3-ubyte.gz", valid_path,
-                                       sizeof valid_path) == PC_OK;
-        if (!want_test) fprintf(stderr, "pclearn: no test set scored: %s\n", valid_path);
-    }
+    /* The test data is read before learning, so a bad file fails at once. */
     if (want_test) {
-        if (load_data(o.valid ? o.valid : valid_path, NULL, &test, valid_path, sizeof valid_path))
-            goto out;
+        if (load_data(valid_path, &test)) goto out;
         if (test->width != vars || test->count < 1) {
             fprintf(stderr, "pclearn: %s has %lld samples of %d variables; need >= 1 of %d\n",
                     valid_path, (long long)test->count, test->width, vars);
@@ -326,12 +340,18 @@ int main(int argc, char **argv) {
         fail("learned model");
         goto out;
     }
-    if (pc_hclt_save(model, o.out, o.f64 ? PC_HCLT_F64 : PC_HCLT_F32) != PC_OK) {
+    pc_status st = pc_hclt_write(model, o.f64 ? PC_HCLT_F64 : PC_HCLT_F32, w, o.out);
+    if (st == PC_OK)
+        st = pc_file_writer_commit(w);
+    else
+        pc_file_writer_abort(w);
+    w = NULL;
+    if (st != PC_OK) {
         fail("writing the model");
         goto out;
     }
     /* Score the model as stored (float32 rounding included). */
-    if (pc_hclt_load(o.out, &saved) != PC_OK) {
+    if (pc_hclt_load_isolated(o.out, NULL, &saved) != PC_OK) {
         fail("reading the model back");
         goto out;
     }
@@ -353,6 +373,7 @@ int main(int argc, char **argv) {
     }
     rc = 0;
 out:
+    pc_file_writer_abort(w);
     pc_data_free(d);
     pc_data_free(test);
     pc_hclt_free(model);
