@@ -3,7 +3,7 @@
 # library.
 # -D: PREFIX LIBDIR OUT CC C_FLAGS (comma-separated) VERSION MODEL TABLE [CUDA_ROOT]
 cmake_minimum_required(VERSION 3.25)
-include(${CMAKE_CURRENT_LIST_DIR}/run_step.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)
 string(REPLACE "," ";" C_FLAGS "${C_FLAGS}")
 
 file(REMOVE_RECURSE ${OUT})

@@ -4,7 +4,7 @@
 # -D: PREFIX LIBDIR OUT CC C_FLAGS (comma-separated, may be empty) PKG_CONFIG READELF VERSION
 #     MODEL TABLE
 cmake_minimum_required(VERSION 3.25)
-include(${CMAKE_CURRENT_LIST_DIR}/run_step.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)
 string(REPLACE "," ";" C_FLAGS "${C_FLAGS}")
 
 set(ENV{PKG_CONFIG_PATH} ${PREFIX}/${LIBDIR}/pkgconfig)

@@ -2,7 +2,7 @@
 # PC_API: nothing internal, nothing C++-mangled, nothing of the API missing.
 # -D: LIBRARY INCLUDE_DIR NM
 cmake_minimum_required(VERSION 3.25)
-include(${CMAKE_CURRENT_LIST_DIR}/run_step.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)
 
 # Declared: in each header without comments and preprocessor lines, the name before the first
 # "(" after each PC_API.

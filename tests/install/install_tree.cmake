@@ -3,7 +3,7 @@
 # pkg-config file, the CMake package and the tools; and that the testing library is not.
 # -D: BUILD_DIR PREFIX LIBDIR SOURCE_DIR VERSION SOVERSION TOOLS (comma-separated) READELF
 cmake_minimum_required(VERSION 3.25)
-include(${CMAKE_CURRENT_LIST_DIR}/run_step.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)
 string(REPLACE "," ";" TOOLS "${TOOLS}")
 
 file(REMOVE_RECURSE ${PREFIX})
