@@ -19,7 +19,7 @@
 
 #include "hclt_random.h"
 #include "eval/cuda/gpu_log.h"
-#include "pc/cuda.h"
+#include "testutil.h"
 
 static double worst_excess = 0.0; /* largest error over its bound seen, as a fraction */
 
@@ -114,7 +114,7 @@ static void test_log_d(void **state) {
 /* The device's log on a fresh random set and every special case; outputs poisoned first. */
 static void test_device_log(void **state) {
     (void)state;
-    if (!pc_cuda_available()) skip();
+    PC_TEST_REQUIRE_GPU();
     enum { N = 1 << 21 };
     static float x[N], y[N], x2[N], y2[N];
     int i = 0;
