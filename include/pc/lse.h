@@ -108,7 +108,8 @@ PC_API pc_status pc_lse_backward(const float *x, const float *lse, int64_t rows,
 /* ------------------------------------------------------------------------------------------
  * CUDA. Pointers named d_* are device pointers; calls are asynchronous on `stream` (NULL is the
  * legacy default stream) and return once the work is queued. Argument errors are found before
- * anything is queued. In a build without CUDA every call returns PC_ERR_UNSUPPORTED and
+ * anything is queued. Every call runs on the calling thread's current CUDA device, which must
+ * hold the pointers and the stream. In a build without CUDA every call returns PC_ERR_UNSUPPORTED and
  * pc_cuda_available() returns 0.
  * ------------------------------------------------------------------------------------------ */
 

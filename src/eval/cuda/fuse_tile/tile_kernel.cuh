@@ -1,57 +1,19 @@
-/* `fuse` for K <= 128 (the "tile" strategy): each block scores its own T samples through the
- * whole circuit, with no communication between blocks. Samples are independent, so a forward
- * pass is one kernel launch, and every link of the tree's dependency chain costs a flag in
- * shared memory instead of a launch or a wait on another block.
- *
- * Work unit: (group, TW consecutive samples of the block), one warp. The host deals the units
- * to the block's warps (pc_gpu_tile_schedule, gpu_plan.h: list scheduling on a cost model,
- * units on the longest path to the root first); a warp starts a unit once the units it reads
- * (its children's, and the previous reader of its message slot) have raised their flags in
- * shared memory, so warps never wait for unrelated groups of the same layer. In the thin layers
- * at the top of a tree, where most of the block's warps would idle, a slice's samples run as
- * parts of one sample per lane, side by side on several warps, so that each unit on the tree's
- * path is shorter (K = 32 and 64 at batch 512: 1.06-1.09x, results file 92). (Units of whole
- * chains of groups, as in the warp strategy, with each message passed up the chain in
- * registers, were measured at batch 512: K = 16 1.03-1.06x faster, K = 32 0.81x; not kept.)
- * Per unit:
- *   1. p[t][k] = sum_v input[v, code(t, v), k] + sum_c rel_c[t][k] (+ root_logw[k] at the root),
- *      summed in FP64 in registers;
- *   2. m[t] = max_k p[t][k] (shuffles across the sample's lanes); O[t] = sum_c off_c[t] (FP64);
- *   3. es[t][k] = exp(p - m) (0 past K and where m = -inf);
- *   4. out[t][j] = sum_k es[t][k] exp(w[j, k]) in FP32 registers (lane = (sample lane sg, output
- *      column jl)), then rel_g[t][j] = log out, off_g[t] = O + m.
- * Messages use the engine's slots (cuda_circuit.cuh) in global memory; a block touches only its
- * own samples' rows (keeping them in shared memory where they fit gained 1-4 % and was not
- * kept). The plan (groups, variables, child slots) and the block's sample codes (x, or C where
- * missing) are staged in shared memory once. A lane works on the same (sample, state) pairs in
- * the product and in the output, so the max and the exp stay in registers. exp(w) comes in the
- * quads layout (PC_GPU_W_QUADS): a unit's exp(w) column is KM / 4 16-byte loads, a warp's
- * lanes on consecutive bytes (K = 16, batch 512: 0.137 -> 0.099 ms together with the sources'
- * 32-bit offsets; K = 32 0.203 -> 0.157).
- *
- * Shapes: JW lanes across outputs (JW = smallest power of two >= K, at least 32 / TW) and
- * NJ = 1, or JW = 32 and NJ = 2 for 32 < K <= 64, NJ = 4 for 64 < K <= 128; KM = JW NJ >= K is
- * the padded row; SG = 32 / JW sample lanes, TS = TW / SG samples per lane, so each lane holds
- * TS x NJ accumulators. Each shape has a form for K = KM (KX: no column checks, constant row
- * strides), which K = 16, 32, 64 and 128 take: with it, 32-bit sample checks, the root's
- * weights loaded once and the stores predicated instead of branched around, batch 512 ran
- * 1.05-1.08x faster (results file 100). */
-#include "eval/cuda/cuda_circuit.cuh"
+/* The tile strategy's kernels (tile.cuh): shared-memory layout, a unit's steps, the flags, and
+ * the kernel that stages a block's plan and codes and runs its warps' lists of units. */
+#ifndef PC_GPU_TILE_KERNEL_CUH
+#define PC_GPU_TILE_KERNEL_CUH
 
-#include <stdlib.h>
+#include "eval/cuda/fuse_tile/tile.cuh"
+#include "eval/cuda/fuse_tile/tile_trace.cuh"
+#include "eval/cuda/gpu_choice.h"
+#include "eval/cuda/gpu_device.cuh"
+#include "eval/cuda/gpu_tile_schedule.h"
 
 #define TILE_THREADS 512
 #define TILE_WARPS (TILE_THREADS / 32)
 /* Largest K and the most samples per block (T = TW x units per group). */
 #define TILE_MAX_K 128
 #define TILE_MAX_T PC_GPU_TILE_MAX_T
-/* Shared memory the strategy may take per block (the rest of the SM's 228 KB stays L1). */
-#define TILE_SMEM_CAP (160 * 1024)
-/* Layers of at most this many slices (groups x T / TW) run each slice as parts of one sample
- * per lane, side by side on otherwise idle warps (pc_gpu_tile_schedule). */
-#ifndef TILE_THIN_SLICES
-#define TILE_THIN_SLICES (TILE_WARPS / 2)
-#endif
 
 static __host__ __device__ constexpr size_t tile_round16(size_t b) {
     return (b + 15) & ~(size_t)15;
@@ -64,8 +26,7 @@ static __host__ __device__ constexpr size_t tile_round16(size_t b) {
  * compute-sanitizer's racecheck places the mbarriers 0x400 bytes (the block's reserved shared
  * memory) below their address and so reports the plan's staging stores against their
  * initialisation where the plan is larger than that; with the mbarriers first it runs every
- * case of test_cuda_eval with 0 hazards, but that order was 0.97-0.98x at K = 64 (results
- * files 96-98). */
+ * case of test_cuda_eval with 0 hazards, but slower (tuning.md#tile-smem-order). */
 static __host__ __device__ size_t tile_plan_bytes(int G, int V) {
     return tile_round16((size_t)G * sizeof(pc_gpu_group)) + tile_round16((size_t)V * 4) +
            2 * tile_round16((size_t)G * 4);
@@ -89,27 +50,24 @@ static size_t tile_smem(int G, int V, int K, int T, int tw) {
 }
 
 /* Parts of a split slice whose lanes each hold ts of its samples: one sample per lane each, so
- * ts parts, split only where ts is at least 4 (K = 16 at four samples per slice, two per lane,
- * ran 0.98x split, and 1.04x at eight). The host's schedule and the kernel's mbarrier counts
- * both take it from here. */
+ * ts parts, split only where ts is at least 4 (tuning.md#tile-thin-layers). The host's schedule
+ * and the kernel's mbarrier counts both take it from here. */
 static __host__ __device__ constexpr int tile_parts_of(int ts) { return ts >= 4 ? ts : 1; }
 
-/* Sources (children's messages and input rows) a lane loads at once in step 1: the common group
- * (a few sources) takes one round trip, MNIST's group of 101 variables a few more. Four rather
+/* Sources (children's messages and input rows) a lane loads at once in the gather (1.): the
+ * common group (a few sources) takes one round trip, MNIST's group of 101 variables a few more.
+ * Four rather
  * than eight for the smallest lanes: the MNIST tree averages 2.4 sources per group, and the
- * empty slots of a round of eight cost more than the rare second round (K = 16, batch 512:
- * 0.140 against 0.143 ms). Two at NJ = 4, although its 16 FP64 sums per lane then spill 40
- * bytes at K = 128: one source per round (no spills) ran 1.28x slower at K = 128 and 1.02-1.06x
- * at K = 96, its rounds of loads in a row (the MNIST tree's group of 101 variables took 211,000
- * cycles in one unit), and four 1.03-1.15x slower than two (results files 112-113). */
+ * empty slots of a round of eight cost more than the rare second round. Two at NJ = 4,
+ * although its 16 FP64 sums per lane then spill at K = 128: one source per round (no spills)
+ * puts its rounds of loads in a row (tuning.md#tile-sources). */
 template <int EM, int NJ> static constexpr int tile_src_unroll() {
     return NJ == 4 || (EM >= 8 && NJ == 1) ? 2 : 4; /* NJ = 1 also holds exp(w) in registers */
 }
 
 /* Variables a lane loads at once in a long run of them (MNIST's group of 101): 32 loads in
- * flight where a lane holds 4 elements per source (K = 32: 8 variables, 1.04-1.05x faster at
- * batches 512-4,096); not at 2 (K = 16, batch 512: 8 or 16 variables 0.95x or 0.92x slower),
- * nor at 8 (K = 64, where U already is 32 / 8). */
+ * flight where a lane holds 4 elements per source (K = 32: 8 variables); not at 2 elements
+ * (K = 16), nor at 8 (K = 64, where U already is 32 / 8) (tuning.md#tile-sources). */
 template <int EM> static constexpr int tile_wide_unroll() { return EM == 4 ? 32 / EM : 1; }
 
 /* The plan as staged in shared memory, and the units' flags: one mbarrier per unit, which
@@ -122,9 +80,8 @@ struct tile_plan {
 };
 
 /* Where sample t's code of variable v lies in the block's codes: by variable ([V][T], so that a
- * lane's samples are at constant offsets) where a lane holds one column (K <= 32: 1.02x at
- * batches 512 and 1,024); by sample ([T][V]) at K > 32, where by variable ran 0.96-0.97x
- * (results file 102). */
+ * lane's samples are at constant offsets) where a lane holds one column (K <= 32); by sample
+ * ([T][V]) at K > 32, where by variable was slower (tuning.md#tile-codes). */
 template <int NJ>
 static __device__ __forceinline__ int tile_code_at(int t, int v, int T, int V) {
     return NJ == 1 ? v * T + t : t * V + v;
@@ -134,9 +91,8 @@ static __device__ __forceinline__ int tile_code_at(int t, int v, int T, int V) {
  * samples. With SCATTER and TS > 1 the first log2(TS) levels halve the values a lane holds
  * (each lane passes on the half its partner keeps: TS - 1 shuffles, not TS per level), the rest
  * reduce one value, and TS shuffles bring every sample's max back: 10 shuffles and 6 max at
- * TS = 4, JW = 32, where a butterfly per sample takes 20 and 20 (K = 32, batch 512-1,024:
- * 1.01-1.02x; K = 64, two columns per lane, 0.94-0.95x, so it keeps the butterflies; results
- * file 101). */
+ * TS = 4, JW = 32, where a butterfly per sample takes 20 and 20. K = 64 (two columns per lane)
+ * keeps the butterflies, which were faster there (tuning.md#tile-max). */
 template <int TS, int JW, bool SCATTER>
 static __device__ __forceinline__ void tile_warp_max(float (&m)[TS], int jl) {
     if constexpr (!SCATTER || TS == 1 || TS > JW) {
@@ -177,6 +133,9 @@ static __device__ __forceinline__ void tile_store_if(bool ok, float *p, float v)
                  : "memory");
 }
 
+/* One unit: group gi's samples b0 .. b0 + TW - 1, by one warp (codes: the block's codes from
+ * sample b0; es and orow: the warp's own rows), in the steps of tile.cuh. One function: split
+ * into inlined steps, ptxas allocated its registers differently (tuning.md#args). */
 template <int TW, int JW, int NJ, bool KX>
 static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, int gi, int64_t b0,
                                  const uint16_t *codes, float *es, double *orow) {
@@ -398,7 +357,7 @@ static __device__ void tile_unit(const pc_gpu_args &a, const tile_plan &plan, in
 
 /* Waits until unit (group, sub) has raised its flag: every lane waits on the unit's mbarrier
  * (an acquire); the hardware suspends a waiting warp until the phase completes, where polling
- * a byte flag with sleeps took 46 polls, 185 instructions, per unit (K = 32, batch 512). */
+ * a byte flag with sleeps took tens of polls per unit (tuning.md#tile-flags). */
 static __device__ __forceinline__ void tile_wait(const tile_plan &plan, int group, int sub) {
     const uint32_t bar = plan.ready + 8u * (uint32_t)(group * plan.per_group + sub);
     for (uint32_t done = 0; !done;)
@@ -481,9 +440,11 @@ static __global__ void __launch_bounds__(TILE_THREADS)
         const int gi = PC_GPU_TILE_ENTRY_GROUP(e), sub = PC_GPU_TILE_ENTRY_SLICE(e);
         const int u = gi * per_group + sub;
         const pc_gpu_group g = groups[gi];
+        PC_TRACED(const long long c0 = clock64());
         for (int c = g.child_begin; c < g.child_end; c++)
             tile_wait(plan, children[c], sub);
         if (g.wait >= 0) tile_wait(plan, g.wait, sub);
+        PC_TRACED(const long long c1 = clock64(), t1 = pc_trace_time());
         int t0 = sub * TW;
         if constexpr (PARTS > 1)
             if (PC_GPU_TILE_ENTRY_SPLIT(e)) {
@@ -500,171 +461,8 @@ static __global__ void __launch_bounds__(TILE_THREADS)
             asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];"
                          ::"r"(ready + 8u * u)
                          : "memory");
+        PC_TRACED(tile_trace_unit(u, PC_GPU_TILE_ENTRY_PART(e), warp, per_group, c0, c1, t1));
     }
 }
 
-typedef void (*tile_fn)(pc_gpu_args, int, const int32_t *);
-
-/* Samples per unit: as many as the block has up to 16 for K <= 16, else 4 (so that a lane
- * holds at most 8 elements of the product and 8 accumulators); more samples per unit spread
- * its fixed costs (plan lookups, the max, the exp(w) loads) over more outputs. */
-static int tile_tw(int K, int T) { return K > 16 ? 4 : T < 16 ? (T < 8 ? 4 : 8) : 16; }
-
-/* JW: the smallest power of two >= K, at least 4 and 32 / tw (SG = 32 / JW <= TW), at most
- * 32 (K > 32 takes NJ = 2). */
-static int tile_jw(int K, int tw) {
-    int jw = 32 / tw < 4 ? 4 : 32 / tw;
-    while (jw < K && jw < 32) jw *= 2;
-    return jw;
-}
-
-/* Parts of a split slice for the kernel tile_pick() chooses (a lane holds tw JW / 32 samples
- * of the slice). */
-static int tile_parts(int K, int tw) { return tile_parts_of(tw * tile_jw(K, tw) / 32); }
-
-/* The kernel of shape (TW, JW, NJ) for K: its KX form where K fills the padded row, the only
- * form for rows of 64 (fuse runs 32 < K < 64 as 64, pc_gpu_fuse_states). */
-template <int TW, int JW, int NJ> static tile_fn tile_fn_for(int K) {
-    if constexpr (JW * NJ == 64)
-        return tile_kernel<TW, JW, NJ, true>;
-    else
-        return K == JW * NJ ? tile_kernel<TW, JW, NJ, true> : tile_kernel<TW, JW, NJ, false>;
-}
-
-static tile_fn tile_pick(int K, int tw) {
-    const int jw = tile_jw(K, tw);
-    if (tw == 16) return jw == 4 ? tile_fn_for<16, 4, 1>(K) : jw == 8 ? tile_fn_for<16, 8, 1>(K)
-                                                                      : tile_fn_for<16, 16, 1>(K);
-    if (tw == 8) return jw == 4 ? tile_fn_for<8, 4, 1>(K) : jw == 8 ? tile_fn_for<8, 8, 1>(K)
-                                                                    : tile_fn_for<8, 16, 1>(K);
-    if (jw == 8) return tile_fn_for<4, 8, 1>(K);
-    if (jw == 16) return tile_fn_for<4, 16, 1>(K);
-    return K <= 32 ? tile_fn_for<4, 32, 1>(K) : K <= 64 ? tile_fn_for<4, 32, 2>(K)
-                                                         : tile_fn_for<4, 32, 4>(K);
-}
-
-/* The most shared memory any launch for this circuit takes (its codes grow with T). */
-static size_t tile_smem_max(const pc_circuit *c) {
-    size_t most = 0;
-    for (int T = 4; T <= TILE_MAX_T; T *= 2) {
-        const size_t b = tile_smem(c->num_groups, c->num_vars, c->num_latents, T,
-                                   tile_tw(c->num_latents, T));
-        most = b > most ? b : most;
-    }
-    return most;
-}
-
-/* Checks the circuit and sets the kernels' shared-memory limit; leaves the state's tiles alone
- * (fuse's choosing strategy keeps the persistent kernel's). */
-extern "C" pc_status pc_gpu_fuse_tile_prepare(pc_gpu_state *s) {
-    pc_status st = PC_OK;
-    int max_smem = 0;
-    const size_t smem = tile_smem_max(s->circuit);
-    if (!pc_gpu_fuse_tile_fits(s->circuit))
-        return pc_fail(PC_ERR_UNSUPPORTED,
-                       "fuse tile strategy: takes K <= %d and %d KiB of shared memory per block; "
-                       "K = %d, V = %d need %zu bytes", TILE_MAX_K, TILE_SMEM_CAP / 1024, s->K,
-                       s->V, smem);
-    PC_GPU_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
-    if (smem > (size_t)max_smem)
-        return pc_fail(PC_ERR_UNSUPPORTED,
-                       "fuse tile strategy: needs %zu bytes of shared memory per block, the GPU "
-                       "has %d", smem, max_smem);
-    for (int T = 4; T <= TILE_MAX_T; T *= 2)
-        PC_GPU_CHECK(cudaFuncSetAttribute(tile_pick(s->K, tile_tw(s->K, T)),
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-fail:
-    return st;
-}
-
-static pc_status tile_configure(pc_gpu_state *s) {
-    pc_status st = pc_gpu_fuse_tile_prepare(s);
-    /* Chunks are cut at multiples of TILE_MAX_T; there are no counters to size. */
-    s->bm = TILE_MAX_T, s->bn = s->K, s->smem = tile_smem_max(s->circuit);
-    return st;
-}
-
-extern "C" pc_status pc_gpu_fuse_tile_enqueue(pc_gpu_state *s, const pc_gpu_args *a,
-                                              cudaStream_t stream) {
-    pc_status st = PC_OK;
-    const int T = pc_gpu_tile_samples(a->n, s->sms), tw = tile_tw(s->K, T);
-    const unsigned grid = (unsigned)((a->n + T - 1) / T);
-    const size_t smem = tile_smem(s->G, s->V, s->K, T, tw);
-    int ti = 0;
-    while ((4 << ti) < T) ti++;
-    tile_pick(s->K, tw)<<<grid, TILE_THREADS, smem, stream>>>(
-        *a, T, s->d_tile_sched + s->tile_sched_at[ti]);
-    PC_GPU_CHECK(cudaGetLastError());
-fail:
-    return st;
-}
-
-static_assert(4 << 3 == TILE_MAX_T, "one schedule per block size 4, 8, 16, 32 (tile_sched_at)");
-
-/* The schedules' int32s: per block size T, warps + 1 ranges and at most (T / tw) G parts
- * units. */
-static size_t tile_sched_ints(const pc_gpu_state *s, int ti) {
-    const int T = 4 << ti, tw = tile_tw(s->K, T);
-    return TILE_WARPS + 1 + (size_t)s->G * (T / tw) * tile_parts(s->K, tw);
-}
-
-static size_t tile_sched_bytes(const pc_gpu_state *s) {
-    size_t n = 0;
-    for (int ti = 0; 4 << ti <= TILE_MAX_T; ti++) n += tile_sched_ints(s, ti);
-    return n * sizeof(int32_t);
-}
-
-/* The warps' units per block size (gpu_plan.h), one array; the slices of layers that would
- * keep at most TILE_THIN_SLICES of the block's warps busy split into parts. */
-static pc_status tile_upload_sched(pc_gpu_state *s) {
-    pc_status st = PC_OK;
-    const size_t bytes = tile_sched_bytes(s);
-    int32_t *h = (int32_t *)malloc(bytes);
-    uint8_t *split = (uint8_t *)malloc((size_t)s->G);
-    if (!h || !split) {
-        free(h), free(split);
-        return pc_fail(PC_ERR_NOMEM, "GPU upload: out of host memory for the tile schedules");
-    }
-    size_t at = 0;
-    for (int ti = 0; 4 << ti <= TILE_MAX_T && st == PC_OK; ti++) {
-        const int T = 4 << ti, tw = tile_tw(s->K, T);
-        s->tile_sched_at[ti] = at;
-        pc_gpu_tile_thin_layers(s->circuit, T / tw, TILE_THIN_SLICES, split);
-        st = pc_gpu_tile_schedule(s->circuit, s->h_groups, T / tw, tile_parts(s->K, tw), split,
-                                  TILE_WARPS, h + at + TILE_WARPS + 1, h + at);
-        at += tile_sched_ints(s, ti);
-    }
-    free(split);
-    if (st == PC_OK) st = pc_gpu_alloc(s, (void **)&s->d_tile_sched, bytes, "tile schedules");
-    if (st == PC_OK) PC_GPU_CHECK(cudaMemcpy(s->d_tile_sched, h, bytes, cudaMemcpyHostToDevice));
-fail:
-    free(h);
-    return st;
-}
-
-/* exp(w) in the padded quads form (PC_GPU_W_QUADS; the persistent strategy's form is not
- * needed here) and the schedules. */
-extern "C" pc_status pc_gpu_fuse_tile_upload(pc_gpu_state *s) {
-    pc_status st = pc_gpu_upload_padded_w(s, PC_GPU_W_QUADS, &s->d_wt);
-    return st == PC_OK ? tile_upload_sched(s) : st;
-}
-
-extern "C" size_t pc_gpu_fuse_tile_bytes(const pc_gpu_state *s, int64_t chunk) {
-    (void)chunk;
-    return pc_gpu_padded_w_bytes(s, PC_GPU_W_QUADS) + tile_sched_bytes(s);
-}
-
-extern "C" void pc_gpu_fuse_tile_release(pc_gpu_state *s) {
-    pc_gpu_release(s, s->d_wt, pc_gpu_padded_w_bytes(s, PC_GPU_W_QUADS));
-    pc_gpu_release(s, s->d_tile_sched, tile_sched_bytes(s));
-    s->d_wt = NULL, s->d_tile_sched = NULL;
-}
-
-extern "C" const pc_gpu_impl pc_gpu_fuse_tile_impl = {
-    PC_BACKEND_FUSE,          "tile",                 NULL, tile_configure, pc_gpu_fuse_tile_upload,
-    pc_gpu_fuse_tile_enqueue, pc_gpu_fuse_tile_bytes, NULL, pc_gpu_fuse_tile_release};
-
-/* Whether the tile strategy takes this circuit (else fuse runs the persistent kernel). */
-extern "C" int pc_gpu_fuse_tile_fits(const pc_circuit *c) {
-    return c->num_latents <= TILE_MAX_K && tile_smem_max(c) <= TILE_SMEM_CAP;
-}
+#endif

@@ -13,11 +13,11 @@
  * the clamped integer instead (~ -5678 nats) would make such a group look finite.
  * A work item is (group, tile of BM samples) and covers all K outputs (thread per (b, j), lanes
  * along j so the weight reads coalesce). The root's LSE is FP64 as in every backend. */
-#include "eval/cuda/cuda_circuit.cuh"
-#include "lse/lse_int.h"
-
 #include <math.h>
 #include <stdlib.h>
+
+#include "eval/cuda/gpu_device.cuh"
+#include "lse/lse_int.h"
 
 #define INT_THREADS 256
 #define INT_PAD (2 * PC_INT_FLOOR)
@@ -117,74 +117,105 @@ static __global__ void __launch_bounds__(INT_THREADS) int_kernel(pc_gpu_args a, 
     }
 }
 
+/* The strategy's own: its tile, kernel grid and shared memory, its weights and table. */
+typedef struct int_state {
+    int32_t bm, grid;
+    size_t smem;
+    int32_t *d_wq, *d_table;
+} int_state;
+
+static int_state *int_of(const pc_gpu_state *s) { return (int_state *)s->strategy; }
+
+static const char *int_strategy(const pc_gpu_state *s, int64_t n) {
+    (void)s, (void)n;
+    return "persistent";
+}
+
 /* BM * K pairs (b, j) per item: about 4 K-term trees per thread, at least 4 samples. */
 static pc_status int_configure(pc_gpu_state *s) {
-    pc_status st = PC_OK;
-    int max_smem = 0, per_sm = 0;
+    int_state *p = (int_state *)calloc(1, sizeof(int_state));
+    s->strategy = p;
+    if (!p) return pc_fail(PC_ERR_NOMEM, "backend 'int': out of host memory");
     const int K = s->K;
     int bm = 4 * INT_THREADS / K;
     bm = bm > 128 ? 128 : bm < 4 ? 4 : bm & ~3;
-    s->bm = bm, s->bn = K, s->smem = int_smem(K, bm);
-    PC_GPU_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
-    if (s->smem + PC_GPU_STATIC_SMEM > (size_t)max_smem)
-        return pc_fail(PC_ERR_UNSUPPORTED,
-                       "backend 'int': K = %d needs %zu bytes of shared memory per block, the "
-                       "GPU has %d", K, s->smem, max_smem);
-    PC_GPU_CHECK(cudaFuncSetAttribute(int_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      (int)s->smem));
-    PC_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, int_kernel, INT_THREADS,
-                                                               s->smem));
-    s->grid = s->sms * (per_sm > 0 ? per_sm : 1);
-fail:
-    return st;
+    p->bm = s->bm = bm, p->smem = int_smem(K, bm);
+    return pc_gpu_kernel_grid(s, (const void *)int_kernel, INT_THREADS, p->smem,
+                              PC_GPU_STATIC_SMEM, "backend 'int'", &p->grid);
+}
+
+static size_t int_wq_bytes(const pc_gpu_state *s) {
+    return (size_t)s->G * s->K * s->K * sizeof(int32_t);
+}
+
+static size_t int_bytes(const pc_gpu_state *s, int64_t chunk) {
+    (void)chunk;
+    return int_wq_bytes(s) + PC_INT_TABLE_LEN * sizeof(int32_t);
 }
 
 /* wq[g][k][j] = trans_logw[t_g, j, k] in Q16.16 base 2, clamped at PC_INT_FLOOR; the table. */
 static pc_status int_upload(pc_gpu_state *s) {
     pc_status st = PC_OK;
+    int_state *p = int_of(s);
     const pc_circuit *c = s->circuit;
     const size_t K = (size_t)s->K, G = (size_t)s->G;
     int32_t *h = (int32_t *)calloc(G * K * K, sizeof(int32_t));
     int32_t table[PC_INT_TABLE_LEN];
     if (!h) return pc_fail(PC_ERR_NOMEM, "GPU upload: out of host memory for weights");
     for (size_t g = 0; g < G; g++) {
-        int32_t t = c->group_trans[g];
+        const int32_t t = c->group_trans[g];
         if (t < 0) continue;
         const double *w = c->trans_logw + (size_t)t * K * K;
         for (size_t j = 0; j < K; j++)
             for (size_t k = 0; k < K; k++) {
-                double q = w[j * K + k] * PC_INT_SCALE_F;
-                h[(g * K + k) * K + j] = q > (double)PC_INT_FLOOR ? (int32_t)llround(q) : PC_INT_FLOOR;
+                const double q = w[j * K + k] * PC_INT_SCALE_F;
+                h[(g * K + k) * K + j] =
+                    q > (double)PC_INT_FLOOR ? (int32_t)llround(q) : PC_INT_FLOOR;
             }
     }
     pc_int_table_fill(table);
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_wq, G * K * K * 4, "Q16.16 trans_logw"))) goto fail;
-    if ((st = pc_gpu_alloc(s, (void **)&s->d_table, sizeof(table), "IntLSE table"))) goto fail;
-    PC_GPU_CHECK(cudaMemcpy(s->d_wq, h, G * K * K * 4, cudaMemcpyHostToDevice));
-    PC_GPU_CHECK(cudaMemcpy(s->d_table, table, sizeof(table), cudaMemcpyHostToDevice));
-fail:
+    if (!(st = pc_gpu_upload(s, (void **)&p->d_wq, h, int_wq_bytes(s), "Q16.16 trans_logw")))
+        st = pc_gpu_upload(s, (void **)&p->d_table, table, sizeof(table), "IntLSE table");
     free(h);
     return st;
 }
 
 static pc_status int_enqueue(pc_gpu_state *s, const pc_gpu_args *a, cudaStream_t stream) {
     pc_status st = PC_OK;
+    const int_state *p = int_of(s);
     const int total = a->G * a->tiles;
-    const int grid = total < s->grid ? total : s->grid;
+    const int grid = total < p->grid ? total : p->grid;
+    pc_gpu_args b = *a;
+    b.wq = p->d_wq, b.table = p->d_table;
     if ((st = pc_gpu_reset_counters(a, stream))) return st;
-    int_kernel<<<grid, INT_THREADS, s->smem, stream>>>(*a, s->bm);
-    PC_GPU_CHECK(cudaGetLastError());
+    int_kernel<<<grid, INT_THREADS, p->smem, stream>>>(b, p->bm);
+    PC_CUDA_CHECK(cudaGetLastError());
 fail:
     return st;
 }
 
+static void int_release(pc_gpu_state *s) {
+    int_state *p = int_of(s);
+    if (!p) return;
+    pc_gpu_release(s, p->d_wq, int_wq_bytes(s));
+    pc_gpu_release(s, p->d_table, PC_INT_TABLE_LEN * sizeof(int32_t));
+    free(p);
+    s->strategy = NULL;
+}
+
 static const pc_gpu_impl int_impl = {
-    PC_BACKEND_INT, "persistent",    NULL,            int_configure, int_upload,
-    int_enqueue,    NULL,            NULL,            NULL};
+    .backend = PC_BACKEND_INT,
+    .strategy_for = int_strategy,
+    .configure = int_configure,
+    .plan = NULL,
+    .bytes = int_bytes,
+    .upload = int_upload,
+    .enqueue = int_enqueue,
+    .release = int_release,
+};
 
 static pc_status int_create(const pc_circuit *c, const pc_eval_opts *o, void **state) {
     return pc_gpu_create(&int_impl, c, o, state);
 }
 
-extern "C" const pc_backend_ops pc_backend_int_ops = {int_create, pc_gpu_evaluate,
-                                                      pc_gpu_peak_bytes, pc_gpu_destroy};
+extern "C" const pc_backend_ops pc_backend_int_ops = PC_GPU_OPS(int_create);
