@@ -6,35 +6,46 @@
  *
  * usage: gpu_circuit_bench OUT.json [--ks 16,32,...] [--batches 512,4096] [--reps N]
  *                          [--model models/mnist.h5] [--acc-k K] [--stream-copies R]
- *                          [--only LABEL,...] (time these variants: fuse, fuse-warp, ...)
- * Built by bench/gpu_circuit_bench.sh against the static library. Prints progress to stderr. */
+ *                          [--em-steps S] [--only LABEL,...] (time these: fuse, fuse-warp, ...)
+ * Built by CMake (BUILD/gpu_circuit_bench) over the public headers and the testing hooks
+ * (src/testing/testing.h: forced strategies, timed passes); bench/harness/gpu_circuit_bench.sh
+ * runs and plots it. The JSON's keys are what bench/harness/gpu_circuit_plot.py reads. Prints
+ * progress to stderr; writes OUT.json through a temporary file and a rename. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "eval/backend.h"
-#include "eval/cuda/cuda_circuit.h"
+#include "mnist_find.h"
 #include "pc/circuit.h"
 #include "pc/cuda.h"
 #include "pc/data.h"
 #include "pc/eval.h"
 #include "pc/hclt.h"
 #include "pc/learn.h"
+#include "testing/testing.h"
 
 #define MAX_LIST 64
 
 static const pc_backend backends[] = {PC_BACKEND_FUSE, PC_BACKEND_INT, PC_BACKEND_GEMM};
 
-/* What is timed: the three backends, and fuse's other strategy forced (persistent where fuse
- * picks tile; tile where fuse picks persistent and the tile strategy takes K), so one run shows
- * what the choice gains. */
+/* What is timed: the three backends, and each of fuse's strategies forced (NULL: fuse's own
+ * choice per pass), so one run shows what the choice gains. */
 typedef struct variant {
     const char *label;
     pc_backend backend;
-    const pc_backend_ops *ops;
+    const char *strategy;
 } variant;
+
+static const variant variants[] = {
+    {"fuse", PC_BACKEND_FUSE, NULL},
+    {"fuse-persistent", PC_BACKEND_FUSE, "persistent"},
+    {"fuse-tile", PC_BACKEND_FUSE, "tile"},
+    {"fuse-warp", PC_BACKEND_FUSE, "warp"},
+    {"int", PC_BACKEND_INT, NULL},
+    {"gemm", PC_BACKEND_GEMM, NULL},
+};
 
 static double now_s(void) {
     struct timespec t;
@@ -101,34 +112,31 @@ static void time_k(FILE *js, int *first, const int32_t *parent, const pc_data *t
     if (pc_circuit_compile(m, &c) != PC_OK) die("compile");
     fprintf(stderr, "K=%d: %d groups, %d layers, %lld sum params\n", K, c->num_groups,
             c->num_layers, (long long)sum_params(c));
-    const variant variants[] = {
-        {"fuse", PC_BACKEND_FUSE, &pc_backend_fuse_ops},
-        {"fuse-persistent", PC_BACKEND_FUSE, &pc_backend_fuse_persistent_ops},
-        {"fuse-tile", PC_BACKEND_FUSE, &pc_backend_fuse_tile_ops},
-        {"fuse-warp", PC_BACKEND_FUSE, &pc_backend_fuse_warp_ops},
-        {"int", PC_BACKEND_INT, &pc_backend_int_ops},
-        {"gemm", PC_BACKEND_GEMM, &pc_backend_gemm_ops},
-    };
     for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; vi++) {
         const variant *v = &variants[vi];
-        pc_eval_opts opts = {v->backend, maxb, 0};
-        void *st = NULL;
+        const pc_eval_opts opts = {v->backend, maxb, 0};
+        pc_evaluator *e = NULL;
         if (only && !in_list(only, v->label)) continue;
         /* Above K = 128 (the tile strategy's largest) fuse is the persistent strategy: no
          * second timing of it. */
-        if (v->ops == &pc_backend_fuse_persistent_ops && K > 128) continue;
-        const pc_status cs = v->ops->create(c, &opts, &st);
-        if (cs == PC_ERR_UNSUPPORTED &&
-            (v->ops == &pc_backend_fuse_tile_ops || v->ops == &pc_backend_fuse_warp_ops))
-            continue; /* K */
+        if (v->strategy && !strcmp(v->strategy, "persistent") && K > 128) continue;
+        const pc_status cs = pc_testing_evaluator_create(c, &opts, v->strategy, &e);
+        if (cs == PC_ERR_UNSUPPORTED && v->strategy) continue; /* tile or warp above their K */
         if (cs != PC_OK) die(v->label);
+        if (pc_testing_chunk(e) < maxb) {
+            fprintf(stderr, "gpu_circuit_bench: %s runs %lld samples per pass, fewer than the "
+                            "batch of %d asked for\n", v->label, (long long)pc_testing_chunk(e),
+                    maxb);
+            exit(1);
+        }
         for (int i = 0; i < nb; i++) {
             double ms = 0.0;
             const int r = v->backend == PC_BACKEND_INT && K >= 128 ? (reps + 3) / 4 : reps;
-            if (pc_gpu_time_forward(st, batches[i], 3, r, 7, &ms) != PC_OK) die("time_forward");
-            const char *strategy = pc_gpu_strategy(st); /* fuse's, for this batch */
+            if (pc_testing_time_forward(e, batches[i], 3, r, 7, &ms) != PC_OK)
+                die("time_forward");
+            const char *strategy = pc_testing_strategy(e); /* fuse's, for this batch */
             const double flop = 2.0 * (double)sum_params(c) * batches[i];
-            const size_t peak = v->ops->peak_device_bytes(st);
+            const size_t peak = pc_evaluator_peak_device_bytes(e);
             fprintf(stderr, "  %-15s (%s) K=%-4d b=%-5d %9.4f ms  %7.2f TFLOP/s  peak %.1f MiB\n",
                     v->label, strategy, K, batches[i], ms, flop / ms * 1e-9, peak / 1048576.0);
             fprintf(js,
@@ -142,7 +150,7 @@ static void time_k(FILE *js, int *first, const int32_t *parent, const pc_data *t
                     (long long)sum_params(c) * 4, peak);
             *first = 0;
         }
-        v->ops->destroy(st);
+        pc_evaluator_free(e);
     }
     pc_circuit_free(c);
     pc_hclt_free(m);
@@ -226,6 +234,13 @@ static void short_em(pc_hclt *m, const pc_data *train, int steps) {
     free(rows);
 }
 
+static int usage(const char *prog) {
+    fprintf(stderr, "usage: %s OUT.json [--ks ..] [--batches ..] [--reps N] [--model F] "
+                    "[--acc-k K] [--stream-copies R] [--em-steps S]\n"
+                    "       [--only fuse,fuse-persistent,fuse-tile,fuse-warp,int,gemm]\n", prog);
+    return 2;
+}
+
 int main(int argc, char **argv) {
     int ks[MAX_LIST] = {16, 32, 64, 128, 256}, nk = 5;
     int batches[MAX_LIST] = {512, 4096}, nb = 2;
@@ -243,14 +258,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--em-steps") && i + 1 < argc) em_steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (argv[i][0] != '-' && !out) out = argv[i];
-        else {
-            fprintf(stderr, "usage: %s OUT.json [--ks ..] [--batches ..] [--reps N] [--model F] "
-                            "[--acc-k K] [--stream-copies R] [--em-steps S]\n"
-                            "       [--only fuse,fuse-persistent,fuse-tile,fuse-warp,int,gemm]\n", argv[0]);
-            return 2;
-        }
+        else return usage(argv[0]);
     }
-    if (!out) return 2;
+    if (!out || reps < 1 || copies < 1 || em_steps < 0) return usage(argv[0]);
     char gpu[256] = "";
     if (pc_cuda_describe(gpu, sizeof gpu) != PC_OK) die("no GPU");
     pc_data *train = load_mnist("train-images-idx3-ubyte.gz");

@@ -1,29 +1,31 @@
-/* Times the CPU weighted form (fuse) and the backward pass on inputs of U(lo, 0), one thread,
- * for each instruction set: the two forms lsebench does not time. Used by cpu_lse_wide.sh.
+/* The CPU LSE forms that lsebench does not time, on inputs of U(lo, 0), one thread, for every
+ * instruction set this CPU has: the wide ranges are where subnormals used to slow the kernels
+ * down 10-20x before the kernels ran with flush-to-zero (bench/harness/cpu_lse_wide.sh runs
+ * this next to lsebench's rows).
  *
- *   cpu_lse_wide LABEL LO...   prints one JSON object per (form, isa, lo)
+ * Variants (shapes fixed; the inputs are not rotated):
+ *   1  weighted, fuse: out[b, j] = LSE_k (w[j, k] + x[b, k]), batch 64, 256 outputs x 1024
+ *      inputs (w 1 MB, x 256 KB); ns per term (batch x outputs x inputs)
+ *   2  backward: grad[i] = exp(x[i] - lse) for one row of 2^20 (4 MB); ns per element
+ * Each is checked against the double reference below before it is timed: the backward at
+ * every range; the weighted form on U(-10, 0), since its exp-once form (pc/lse.h) takes exp(w)
+ * in FP32, which is 0 below -103 nats by design, so at wider ranges only its speed is asked.
+ * Median of 7 calls after one warm-up.
  *
- * weighted: batch 64, 256 outputs x 1024 inputs, w and x of U(lo, 0), ns per term
- * (batch * outs * ins); backward: one row of 2^20, ns per element. Median of 7 calls after one
- * warm-up; the inputs (1 MB and 4 MB) are not rotated. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-
+ *   usage: cpu_lse_wide VARIANT|all LABEL LO...   one JSON object per (form, isa, lo) on stdout
+ * Results: bench/notebook/cpu_lse_wide_ftz_xeon-2c.{json,md} (before and after flush-to-zero). */
 #include "pc/lse.h"
 
+#include "common.h"
+
 #define REPEATS 7
+#define BATCH 64
+#define OUTS 256
+#define INS 1024
+#define ROW (1 << 20)
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+static const char *const variants[] = {"weighted form, fuse (64 x 256 x 1024)",
+                                       "backward (softmax) of one row of 2^20"};
 
 static void fill(float *v, int64_t n, double lo, unsigned *state) {
     for (int64_t i = 0; i < n; i++) {
@@ -32,50 +34,122 @@ static void fill(float *v, int64_t n, double lo, unsigned *state) {
     }
 }
 
+static void fail(const char *what) {
+    fprintf(stderr, "cpu_lse_wide: %s: %s\n", what, pc_last_error());
+    exit(1);
+}
+
+/* out[b, j] = log sum_k exp(w[j, k] + x[b, k]) in double, shifted by the row's max term. */
+static void weighted_ref(const float *w, const float *x, double *out) {
+    for (int b = 0; b < BATCH; b++)
+        for (int j = 0; j < OUTS; j++) {
+            double m = -INFINITY, s = 0.0;
+            for (int k = 0; k < INS; k++) {
+                const double t = (double)w[j * INS + k] + x[b * INS + k];
+                m = t > m ? t : m;
+            }
+            for (int k = 0; k < INS; k++) s += exp((double)w[j * INS + k] + x[b * INS + k] - m);
+            out[b * OUTS + j] = m + log(s);
+        }
+}
+
+/* The row's LSE in double, and grad[i] = exp(x[i] - lse) in double for the given FP32 lse. */
+static double row_lse_ref(const float *x) {
+    double m = -INFINITY, s = 0.0;
+    for (int i = 0; i < ROW; i++) m = x[i] > m ? x[i] : m;
+    for (int i = 0; i < ROW; i++) s += exp(x[i] - m);
+    return m + log(s);
+}
+
+static double *as_double(const float *v, int64_t n) {
+    double *d = lab_malloc(sizeof(double) * n);
+    for (int64_t i = 0; i < n; i++) d[i] = v[i];
+    return d;
+}
+
+/* The weighted form's FP32 result against the double one: FP32 rounding of a few terms. */
+static void check_weighted(const char *isa, const pc_lse_cpu_opts *opts) {
+    float *w = lab_malloc(sizeof(float) * OUTS * INS), *x = lab_malloc(sizeof(float) * BATCH * INS);
+    float *out = lab_malloc(sizeof(float) * BATCH * OUTS);
+    double *ref = lab_malloc(sizeof(double) * BATCH * OUTS);
+    unsigned state = 7;
+    fill(w, OUTS * INS, -10.0, &state);
+    fill(x, BATCH * INS, -10.0, &state);
+    for (int i = 0; i < BATCH * OUTS; i++) out[i] = NAN;
+    if (pc_lse_weighted(PC_LSE_FUSE, w, x, BATCH, OUTS, INS, INS, out, opts) != PC_OK)
+        fail("pc_lse_weighted");
+    weighted_ref(w, x, ref);
+    double *got = as_double(out, BATCH * OUTS);
+    char what[64];
+    snprintf(what, sizeof what, "weighted fuse %s, U(-10, 0)", isa);
+    lab_check(what, ref, got, BATCH * OUTS, 1e-5, 1e-6);
+    free(w), free(x), free(out), free(ref), free(got);
+}
+
+/* The softmax of an FP32 row against exp(x - lse) in double: absolute, since the gradients of
+ * a wide row are mostly far below FP32's smallest normal and flushed to zero. */
+static void check_backward(const char *isa, double lo, const float *x, const float *grad,
+                           float lse) {
+    double *ref = lab_malloc(sizeof(double) * ROW);
+    for (int i = 0; i < ROW; i++) ref[i] = exp((double)x[i] - lse);
+    double *got = as_double(grad, ROW);
+    char what[64];
+    snprintf(what, sizeof what, "backward %s, U(%g, 0)", isa, lo);
+    lab_check(what, ref, got, ROW, 1e-30, 1e-5);
+    free(ref), free(got);
+}
+
 int main(int argc, char **argv) {
-    if (argc < 3) {
-        fprintf(stderr, "usage: cpu_lse_wide LABEL LO...\n");
+    int first, last;
+    const int picked = lab_pick(argc, argv, variants, 2, &first, &last);
+    if (picked <= 0) return picked == 0 ? 0 : 2;
+    if (argc < 4) {
+        fprintf(stderr, "usage: %s VARIANT|all LABEL LO...\n", argv[0]);
         return 2;
     }
-    const int64_t batch = 64, outs = 256, ins = 1024, n = 1 << 20;
-    float *w = malloc(sizeof(float) * outs * ins), *x = malloc(sizeof(float) * batch * ins);
-    float *out = malloc(sizeof(float) * batch * outs), *bx = malloc(sizeof(float) * n);
-    float *g = malloc(sizeof(float) * n), lse;
-    if (!w || !x || !out || !bx || !g)
-        return 1;
-    pc_isa best = pc_cpu_best_isa();
-    for (int a = 2; a < argc; a++) {
-        double lo = atof(argv[a]);
-        unsigned state = 1;
-        fill(w, outs * ins, lo, &state);
-        fill(x, batch * ins, lo, &state);
-        fill(bx, n, lo, &state);
-        for (int isa = PC_ISA_SCALAR; isa <= best; isa++) {
-            pc_lse_cpu_opts opts = {1, (pc_isa)isa};
-            if (pc_lse_rows(PC_LSE_REF, PC_F32, bx, 1, n, n, &lse, &opts) != PC_OK)
-                return 1;
-            for (int form = 0; form < 2; form++) {
+    float *w = lab_malloc(sizeof(float) * OUTS * INS), *x = lab_malloc(sizeof(float) * BATCH * INS);
+    float *out = lab_malloc(sizeof(float) * BATCH * OUTS), *bx = lab_malloc(sizeof(float) * ROW);
+    float *g = lab_malloc(sizeof(float) * ROW);
+    const pc_isa best = pc_cpu_best_isa();
+    for (int form = first - 1; form <= last - 1; form++) {
+        for (int isa = PC_ISA_SCALAR; isa <= (int)best && form == 0; isa++) {
+            const pc_lse_cpu_opts opts = {1, (pc_isa)isa};
+            check_weighted(pc_isa_name((pc_isa)isa), &opts);
+        }
+        for (int a = 3; a < argc; a++) {
+            const double lo = atof(argv[a]);
+            unsigned state = 1;
+            fill(w, OUTS * INS, lo, &state);
+            fill(x, BATCH * INS, lo, &state);
+            fill(bx, ROW, lo, &state);
+            const float lse = (float)row_lse_ref(bx);
+            for (int isa = PC_ISA_SCALAR; isa <= (int)best; isa++) {
+                const pc_lse_cpu_opts opts = {1, (pc_isa)isa};
+                if (form == 1) {
+                    for (int i = 0; i < ROW; i++) g[i] = NAN;
+                    if (pc_lse_backward(bx, &lse, 1, ROW, ROW, g, ROW, &opts) != PC_OK)
+                        fail("pc_lse_backward");
+                    check_backward(pc_isa_name((pc_isa)isa), lo, bx, g, lse);
+                }
                 double t[REPEATS];
                 for (int r = -1; r < REPEATS; r++) {
-                    double t0 = now_s();
-                    pc_status st = form == 0 ? pc_lse_weighted(PC_LSE_FUSE, w, x, batch, outs, ins,
-                                                               ins, out, &opts)
-                                             : pc_lse_backward(bx, &lse, 1, n, n, g, n, &opts);
-                    if (st != PC_OK) {
-                        fprintf(stderr, "cpu_lse_wide: %s\n", pc_last_error());
-                        return 1;
-                    }
-                    if (r >= 0)
-                        t[r] = now_s() - t0;
+                    const double t0 = lab_now_s();
+                    const pc_status st =
+                        form == 0 ? pc_lse_weighted(PC_LSE_FUSE, w, x, BATCH, OUTS, INS, INS, out,
+                                                    &opts)
+                                  : pc_lse_backward(bx, &lse, 1, ROW, ROW, g, ROW, &opts);
+                    if (st != PC_OK) fail(variants[form]);
+                    if (r >= 0) t[r] = lab_now_s() - t0;
                 }
-                qsort(t, REPEATS, sizeof t[0], cmp_double);
-                double per = form == 0 ? (double)(batch * outs * ins) : (double)n;
+                const double per = form == 0 ? (double)BATCH * OUTS * INS : (double)ROW;
                 printf("{\"label\": \"%s\", \"form\": \"%s\", \"isa\": \"%s\", \"range\": [%g, 0], "
                        "\"ns_per_%s\": %.4f}\n",
-                       argv[1], form == 0 ? "weighted_fuse" : "backward", pc_isa_name((pc_isa)isa),
-                       lo, form == 0 ? "term" : "elem", t[REPEATS / 2] * 1e9 / per);
+                       argv[2], form == 0 ? "weighted_fuse" : "backward",
+                       pc_isa_name((pc_isa)isa), lo, form == 0 ? "term" : "elem",
+                       lab_median(t, REPEATS) * 1e9 / per);
             }
         }
     }
+    free(w), free(x), free(out), free(bx), free(g);
     return 0;
 }

@@ -5,39 +5,44 @@
  * persistent and warp strategies, 0.7-0.9 us from a child's publish to the parent seeing it).
  *
  * Per cluster size C (2, 4, 8, 16; 16 is beyond the portable limit and allowed explicitly), as
- * many clusters as fit at one block (256 threads) per SM run LEVELS rounds of, per block:
- *   sync:    cluster.sync() alone;
- *   dsmem:   write MSG floats of its own message to shared memory, cluster.sync(), read the
- *            message of block (rank + 1) % C from that block's shared memory and fold it in,
- *            cluster.sync() (the buffer is free again) -- a level whose messages stay on chip;
- *   global:  the same with the messages in global memory (st, then ld.cg after the barrier,
- *            whose release/acquire order covers global memory too) -- messages through L2.
- * Prints the median time per round of 10 launches, in microseconds, and how many clusters ran
- * at once (cudaOccupancyMaxActiveClusters).
- *   build: nvcc -O3 -arch=sm_90 -std=c++17 bench/gpu_cluster_level.cu -o gpu_cluster_level
- *   usage: gpu_cluster_level  (no arguments; a markdown table on stdout) */
-#include "gpu_check.h"
-
+ * many clusters as fit at one block (256 threads, 150 KB of shared memory held) per SM run
+ * 2000 rounds (levels) of, per block, one of the variants:
+ *   1  sync:   cluster.sync() alone;
+ *   2  dsmem:  write MSG floats of its own message to shared memory, cluster.sync(), read the
+ *              message of block (rank + 1) % C from that block's shared memory and fold it in,
+ *              cluster.sync() (the buffer is free again): a level whose messages stay on chip;
+ *   3  global: the same with the messages in global memory (st.cg, then ld.cg after the
+ *              barrier, whose release/acquire order covers global memory too): through L2.
+ * Before each point is timed, 4 rounds are checked: every thread's message sums against the
+ * same recurrence in double on the host (small integers, exact in FP32). Prints the median time
+ * per round of 10 launches after one, in microseconds, and how many clusters ran at once
+ * (cudaOccupancyMaxActiveClusters).
+ *
+ *   usage: gpu_cluster_level VARIANT|all   (a markdown table on stdout)
+ * Results: bench/notebook/steps/gpu_circuit_h200/181_a455c1c_cluster_level.md (the
+ * twenty-first round: a level through distributed shared memory 0.9 us). */
 #include <cooperative_groups.h>
 
-#include <algorithm>
-#include <cstdio>
-#include <vector>
+#include "common.h"
 
 namespace cg = cooperative_groups;
 
 #define THREADS 256
 #define LEVELS 2000
+#define CHECK_LEVELS 4
 #define MSG 2048 /* floats per block and level: 32 samples x 64 outputs */
 /* Unused dynamic shared memory that keeps one block per SM, as the design would run. */
 #define PAD_SMEM (150 * 1024)
 
 enum { SYNC, DSMEM, GLOBAL, MODES };
-static const char *mode_name[MODES] = {"sync", "dsmem", "global"};
+static const char *const variants[MODES] = {"sync: the cluster barrier alone",
+                                            "dsmem: messages through distributed shared memory",
+                                            "global: messages through L2"};
 
-/* msgs: MSG floats per block (GLOBAL); out: one float per block, keeps the work alive. */
+/* msgs: MSG floats per block (GLOBAL); out: one float per thread, the sum of its accumulator. */
 template <int MODE>
-static __global__ void __launch_bounds__(THREADS) level_rounds(float *msgs, float *out) {
+static __global__ void __launch_bounds__(THREADS)
+    level_rounds(float *msgs, float *out, int levels) {
     __shared__ float4 own[MSG / 4];
     cg::cluster_group cluster = cg::this_cluster();
     const unsigned rank = cluster.block_rank(), next = (rank + 1) % cluster.num_blocks();
@@ -46,8 +51,8 @@ static __global__ void __launch_bounds__(THREADS) level_rounds(float *msgs, floa
                      (size_t)(blockIdx.x - rank + next) * (MSG / 4);
     const float4 *peer = cluster.map_shared_rank(own, next);
     float4 acc = make_float4(threadIdx.x, 0.0f, 0.0f, 0.0f);
-    for (int level = 0; level < LEVELS && MODE == SYNC; level++) cluster.sync();
-    for (int level = 0; level < LEVELS && MODE != SYNC; level++) {
+    for (int level = 0; level < levels && MODE == SYNC; level++) cluster.sync();
+    for (int level = 0; level < levels && MODE != SYNC; level++) {
         for (int i = threadIdx.x; i < MSG / 4; i += THREADS) {
             const float4 v = make_float4(acc.x + i, acc.y, acc.z, acc.w + level);
             if constexpr (MODE == DSMEM) own[i] = v;
@@ -60,76 +65,96 @@ static __global__ void __launch_bounds__(THREADS) level_rounds(float *msgs, floa
         }
         cluster.sync();
     }
-    if (acc.x + acc.y + acc.z + acc.w == 12345.0f) out[blockIdx.x] = acc.x;
+    out[(size_t)blockIdx.x * THREADS + threadIdx.x] = acc.x + acc.y + acc.z + acc.w;
+}
+
+typedef void (*kernel)(float *, float *, int);
+
+static cudaLaunchConfig_t config(int size, int blocks, cudaLaunchAttribute *attr) {
+    cudaLaunchConfig_t cfg = {};
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = size, attr->val.clusterDim.y = 1, attr->val.clusterDim.z = 1;
+    cfg.gridDim = dim3(blocks), cfg.blockDim = dim3(THREADS);
+    cfg.dynamicSmemBytes = PAD_SMEM, cfg.attrs = attr, cfg.numAttrs = 1;
+    return cfg;
 }
 
 /* Launches `fn` on `clusters` clusters of `size` blocks. */
-static void launch(void (*fn)(float *, float *), int size, int clusters, float *msgs, float *out) {
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = size, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
-    cfg.gridDim = dim3(size * clusters), cfg.blockDim = dim3(THREADS);
-    cfg.dynamicSmemBytes = PAD_SMEM, cfg.attrs = attr, cfg.numAttrs = 1;
-    CHECK(cudaLaunchKernelEx(&cfg, fn, msgs, out));
+static void launch(kernel fn, int size, int clusters, float *msgs, float *out, int levels) {
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = config(size, size * clusters, &attr);
+    LAB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, fn, msgs, out, levels));
 }
 
 /* Clusters of `size` blocks that can run at once. */
-static int active_clusters(void (*fn)(float *, float *), int size) {
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = size, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
-    cfg.gridDim = dim3(size), cfg.blockDim = dim3(THREADS);
-    cfg.dynamicSmemBytes = PAD_SMEM, cfg.attrs = attr, cfg.numAttrs = 1;
+static int active_clusters(kernel fn, int size) {
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = config(size, size, &attr);
     int n = 0;
-    CHECK(cudaOccupancyMaxActiveClusters(&n, fn, &cfg));
+    LAB_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, fn, &cfg));
     return n;
 }
 
-int main() {
-    cudaDeviceProp prop;
-    CHECK(cudaGetDeviceProperties(&prop, 0));
-    printf("# %s, %d SMs; %d rounds per launch, %d floats per block and round\n\n", prop.name,
-           prop.multiProcessorCount, LEVELS, MSG);
-    printf("| cluster size | clusters at once | blocks | round | us per round (median of 10) |\n"
-           "|---|---|---|---|---|\n");
-    void (*fns[MODES])(float *, float *) = {level_rounds<SYNC>, level_rounds<DSMEM>,
-                                             level_rounds<GLOBAL>};
+/* Thread t's sum after `levels` rounds. Every block starts alike, so thread t of the next block
+ * (whose entries thread t reads) holds what thread t holds: per round and entry i of the
+ * thread's, acc.x gains acc.x + i and acc.w gains acc.w + level, as the kernel folds them in. */
+static double reference(int mode, int t, int levels) {
+    double x = t, w = 0.0;
+    for (int level = 0; level < levels && mode != SYNC; level++) {
+        double nx = x, nw = w;
+        for (int i = t; i < MSG / 4; i += THREADS) nx += x + i, nw += w + level;
+        x = nx, w = nw;
+    }
+    return x + w;
+}
+
+static void check(int mode, kernel fn, int size, int clusters, float *msgs, float *out) {
+    const int blocks = size * clusters;
+    lab_poison(out, (size_t)blocks * THREADS);
+    launch(fn, size, clusters, msgs, out, CHECK_LEVELS);
+    LAB_CUDA_CHECK(cudaDeviceSynchronize());
+    double *got = lab_to_host(out, (size_t)blocks * THREADS);
+    double *ref = (double *)lab_malloc(sizeof(double) * blocks * THREADS);
+    for (int b = 0; b < blocks; b++)
+        for (int t = 0; t < THREADS; t++) ref[b * THREADS + t] = reference(mode, t, CHECK_LEVELS);
+    char what[96];
+    snprintf(what, sizeof what, "%s, clusters of %d", variants[mode], size);
+    lab_check(what, ref, got, (int64_t)blocks * THREADS, 0.0, 0.0);
+    free(got), free(ref);
+}
+
+int main(int argc, char **argv) {
+    int first, last;
+    const int picked = lab_pick(argc, argv, variants, MODES, &first, &last);
+    if (picked <= 0) return picked == 0 ? 0 : 2;
+    const cudaDeviceProp prop = lab_device();
+    printf("%d rounds per launch, %d floats per block and round\n\n", LEVELS, MSG);
+    printf("| variant | cluster size | clusters at once | blocks | us per round (median of 10) "
+           "|\n|---|---|---|---|---|\n");
+    const kernel fns[MODES] = {level_rounds<SYNC>, level_rounds<DSMEM>, level_rounds<GLOBAL>};
     float *msgs = nullptr, *out = nullptr;
-    CHECK(cudaMalloc(&msgs, sizeof(float) * MSG * prop.multiProcessorCount));
-    CHECK(cudaMalloc(&out, sizeof(float) * prop.multiProcessorCount));
-    cudaEvent_t a, b;
-    CHECK(cudaEventCreate(&a));
-    CHECK(cudaEventCreate(&b));
-    for (int size : {2, 4, 8, 16}) {
-        for (int m = 0; m < MODES; m++) {
-            CHECK(cudaFuncSetAttribute(fns[m], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       PAD_SMEM));
-            if (size > 8)
-                CHECK(cudaFuncSetAttribute(fns[m], cudaFuncAttributeNonPortableClusterSizeAllowed,
-                                           1));
+    LAB_CUDA_CHECK(cudaMalloc(&msgs, sizeof(float) * MSG * prop.multiProcessorCount));
+    LAB_CUDA_CHECK(cudaMalloc(&out, sizeof(float) * THREADS * prop.multiProcessorCount));
+    for (int v = first; v <= last; v++) {
+        const int m = v - 1;
+        LAB_CUDA_CHECK(cudaFuncSetAttribute(fns[m], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            PAD_SMEM));
+        LAB_CUDA_CHECK(
+            cudaFuncSetAttribute(fns[m], cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+        for (int size : {2, 4, 8, 16}) {
             const int clusters = active_clusters(fns[m], size);
             if (clusters < 1) {
-                printf("| %d | 0 | - | %s | does not fit |\n", size, mode_name[m]);
+                printf("| %d | %d | 0 | - | does not fit |\n", v, size);
                 continue;
             }
-            std::vector<float> ms(10);
-            launch(fns[m], size, clusters, msgs, out); /* warm-up */
-            for (float &t : ms) {
-                CHECK(cudaEventRecord(a));
-                launch(fns[m], size, clusters, msgs, out);
-                CHECK(cudaEventRecord(b));
-                CHECK(cudaEventSynchronize(b));
-                CHECK(cudaEventElapsedTime(&t, a, b));
-            }
-            CHECK(cudaGetLastError());
-            std::sort(ms.begin(), ms.end());
-            printf("| %d | %d | %d | %s | %.3f |\n", size, clusters, size * clusters,
-                   mode_name[m], ms[5] * 1e3 / LEVELS);
+            check(m, fns[m], size, clusters, msgs, out);
+            const double ms = lab_time_ms(
+                [&] { launch(fns[m], size, clusters, msgs, out, LEVELS); }, 1, 10);
+            printf("| %d | %d | %d | %d | %.3f |\n", v, size, clusters, size * clusters,
+                   ms * 1e3 / LEVELS);
         }
     }
-    CHECK(cudaFree(msgs));
-    CHECK(cudaFree(out));
+    LAB_CUDA_CHECK(cudaFree(msgs));
+    LAB_CUDA_CHECK(cudaFree(out));
     return 0;
 }

@@ -1,20 +1,28 @@
 /* How fast the GPU's SMs can read a buffer that stays in L2, the way the tile strategy reads
- * exp(w): every block reads the whole buffer once (16-byte loads, 512 threads, 1, 2 or 4 blocks
- * per SM, 4-16 loads per thread unrolled; the compiler keeps about 4 of them in flight), each
- * block starting at its own offset so that the blocks spread over the buffer. Prints, per buffer size, loads in flight and blocks per SM,
- * the median time of 20 launches and the bytes the SMs read per second.
- *   build: nvcc -O3 -arch=sm_90 bench/gpu_l2_read.cu -o gpu_l2_read
- *   usage: gpu_l2_read  (no arguments; one line per point on stdout) */
-#include "gpu_check.h"
-
-#include <algorithm>
-#include <cstdio>
-#include <vector>
+ * exp(w): every block reads the whole buffer once (16-byte loads, 512 threads), each block
+ * starting at its own offset so that the blocks spread over the buffer. Per buffer of 2, 8 and
+ * 32 MiB and 1, 2 or 4 blocks per SM: the median time of 20 launches after 3 and the bytes the
+ * SMs read per second.
+ *
+ * Variants (loads per thread issued before their sum, unrolled; the compiler keeps about 4 of
+ * them in flight):
+ *   1  4 loads      2  8 loads      3  16 loads
+ * Before each point is timed, every block's sum of what it read (per-thread FP32 sums of small
+ * integers, exact) must equal the buffer's sum in double.
+ *
+ *   usage: gpu_l2_read VARIANT|all   (a markdown table on stdout)
+ * Results: bench/notebook/steps/gpu_circuit_h200/112_h200_l2_read.txt and 115_h200_l2_read.txt
+ * (the thirteenth round: why every tile block reading all of exp(w) from L2 costs it little). */
+#include "common.h"
 
 #define THREADS 512
 
+static const char *const variants[] = {"4 loads per thread before their sum",
+                                       "8 loads per thread before their sum",
+                                       "16 loads per thread before their sum"};
+
 /* buf: n quads, n a power of two and a multiple of THREADS x IN_FLIGHT; out: one float per
- * block (keeps the loads alive). IN_FLIGHT: 16-byte loads per thread issued before their sum. */
+ * thread, its sum of what it read. */
 template <int IN_FLIGHT>
 static __global__ void __launch_bounds__(THREADS) read_all(const float4 *buf, size_t n,
                                                            float *out) {
@@ -28,48 +36,73 @@ static __global__ void __launch_bounds__(THREADS) read_all(const float4 *buf, si
 #pragma unroll
         for (int u = 0; u < IN_FLIGHT; u++) acc += v[u].x + v[u].y + v[u].z + v[u].w;
     }
-    if (acc == 12345.0f) out[blockIdx.x] = acc; /* never true for the zeros read */
+    out[(size_t)blockIdx.x * THREADS + threadIdx.x] = acc;
 }
 
-int main() {
-    int sms = 0;
-    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    cudaDeviceProp prop;
-    CHECK(cudaGetDeviceProperties(&prop, 0));
-    printf("# %s, %d SMs, L2 %d MiB\n", prop.name, sms, prop.l2CacheSize >> 20);
-    printf("# MiB per block | loads in flight per thread | blocks | ms (median of 20) | TB/s read "
-           "by the SMs\n");
+/* Small integers, so that every per-thread FP32 sum is exact. */
+static __host__ __device__ float4 quad(size_t i) {
+    return make_float4((float)(i & 3), (float)((i >> 2) & 3), 1.0f, 0.0f);
+}
+
+static __global__ void fill(float4 *buf, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        buf[i] = quad(i);
+}
+
+typedef void (*kernel)(const float4 *, size_t, float *);
+
+/* Every block reads each of the n quads once, whatever its start: its threads' sums add up to
+ * the sum of the n quads. */
+static void check(kernel k, int grid, const float4 *buf, size_t n, float *out, const char *what) {
+    lab_poison(out, (size_t)grid * THREADS);
+    k<<<grid, THREADS>>>(buf, n, out);
+    LAB_CUDA_CHECK(cudaGetLastError());
+    double *sums = lab_to_host(out, (size_t)grid * THREADS);
+    double want = 0.0, *ref = (double *)lab_malloc(sizeof(double) * grid);
+    for (size_t i = 0; i < n; i++) {
+        const float4 q = quad(i);
+        want += (double)q.x + q.y + q.z + q.w;
+    }
+    for (int b = 0; b < grid; b++) {
+        double s = 0.0;
+        for (int t = 0; t < THREADS; t++) s += sums[(size_t)b * THREADS + t];
+        sums[b] = s, ref[b] = want;
+    }
+    lab_check(what, ref, sums, grid, 0.0, 0.0);
+    free(sums), free(ref);
+}
+
+int main(int argc, char **argv) {
+    int first, last;
+    const int picked = lab_pick(argc, argv, variants, 3, &first, &last);
+    if (picked <= 0) return picked == 0 ? 0 : 2;
+    const cudaDeviceProp prop = lab_device();
+    const int sms = prop.multiProcessorCount;
     const size_t most = (size_t)32 << 20;
     float4 *buf = nullptr;
     float *out = nullptr;
-    CHECK(cudaMalloc(&buf, most));
-    CHECK(cudaMemset(buf, 0, most));
-    CHECK(cudaMalloc(&out, sizeof(float) * 8 * sms));
-    cudaEvent_t a, b;
-    CHECK(cudaEventCreate(&a));
-    CHECK(cudaEventCreate(&b));
-    typedef void (*kernel)(const float4 *, size_t, float *);
+    LAB_CUDA_CHECK(cudaMalloc(&buf, most));
+    LAB_CUDA_CHECK(cudaMalloc(&out, sizeof(float) * 4 * sms * THREADS));
+    fill<<<1024, 256>>>(buf, most / sizeof(float4));
+    LAB_CUDA_CHECK(cudaGetLastError());
     const kernel kernels[] = {read_all<4>, read_all<8>, read_all<16>};
-    const int depths[] = {4, 8, 16};
-    for (size_t mib : {2, 8, 32})
-        for (int d = 0; d < 3; d++)
-        for (int per_sm : {1, 2, 4}) {
-            const size_t n = (mib << 20) / sizeof(float4);
-            const int grid = sms * per_sm;
-            std::vector<float> ms;
-            for (int r = 0; r < 23; r++) {
-                CHECK(cudaEventRecord(a));
-                kernels[d]<<<grid, THREADS>>>(buf, n, out);
-                CHECK(cudaEventRecord(b));
-                CHECK(cudaEventSynchronize(b));
-                float t = 0.0f;
-                CHECK(cudaEventElapsedTime(&t, a, b));
-                if (r >= 3) ms.push_back(t);
+    printf("| variant | MiB per block | blocks | ms (median of 20) | TB/s read by the SMs |\n"
+           "|---|---|---|---|---|\n");
+    for (int v = first; v <= last; v++)
+        for (size_t mib : {2, 8, 32})
+            for (int per_sm : {1, 2, 4}) {
+                const size_t n = (mib << 20) / sizeof(float4);
+                const int grid = sms * per_sm;
+                char what[96];
+                snprintf(what, sizeof what, "%s, %zu MiB, %d blocks", variants[v - 1], mib, grid);
+                check(kernels[v - 1], grid, buf, n, out, what);
+                const double ms = lab_time_ms(
+                    [&] { kernels[v - 1]<<<grid, THREADS>>>(buf, n, out); }, 3, 20);
+                printf("| %d | %zu | %d | %.4f | %.2f |\n", v, mib, grid, ms,
+                       (double)grid * (double)(mib << 20) / (ms * 1e-3) / 1e12);
             }
-            std::sort(ms.begin(), ms.end());
-            const double med = ms[ms.size() / 2];
-            printf("%zu | %d | %d | %.4f | %.2f\n", mib, depths[d], grid, med,
-                   (double)grid * (double)(mib << 20) / (med * 1e-3) / 1e12);
-        }
+    LAB_CUDA_CHECK(cudaFree(buf));
+    LAB_CUDA_CHECK(cudaFree(out));
     return 0;
 }
