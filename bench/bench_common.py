@@ -1,6 +1,6 @@
-"""Helpers shared by the paper-reproduction, particle-filter and log-probability benchmarks:
-the machine description every result carries, the ctypes binding of libpcinfer.so, file names,
-and atomic JSON writes."""
+"""Helpers shared by the paper-reproduction (bench/paper), particle-filter and log-probability
+(bench/harness) benchmarks: the machine description every result carries, the ctypes binding of
+libpcinfer.so, result file names (bench/machine.py's scheme) and atomic writes."""
 import argparse
 import ctypes
 import json
@@ -12,9 +12,9 @@ import tempfile
 
 import numpy as np
 
-from proc_cpuinfo import read_cpuinfo
+from machine import CURRENT, cpu_name, current_base, gpu_name, nvidia_smi, read_cpuinfo
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+RESULTS = CURRENT
 
 KERNELS = {"ref": 0, "fuse": 1, "int": 2}
 DTYPES = {"f32": 0, "f16": 1, "bf16": 2, "q10.6": 3}
@@ -30,15 +30,10 @@ def cpu_info():
 
 def gpu_info():
     """GPU name, driver and CUDA version, or None when there is no GPU."""
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
+    values = nvidia_smi(["name", "driver_version"])
+    if not values:
         return None
-    if out.returncode != 0 or not out.stdout.strip():
-        return None
-    name, driver = [s.strip() for s in out.stdout.strip().splitlines()[0].split(",")]
-    info = {"gpu": name, "driver": driver}
+    info = {"gpu": values[0], "driver": values[1]}
     try:
         import torch
         info["torch"] = torch.__version__
@@ -65,14 +60,14 @@ def machine(gpu=False):
     return m
 
 
-def slug(text):
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40]
+def machine_name(m):
+    """The name of the machine description m in result files: its GPU's when it has one."""
+    return gpu_name(m["gpu"]) if "gpu" in m else cpu_name(m["cpu"], m["cores"])
 
 
 def result_base(name, res):
-    """results/<name>_<device>_<GPU name, else CPU model>, without an extension."""
-    m = res["machine"]
-    return os.path.join(RESULTS, "%s_%s_%s" % (name, res["device"], slug(m.get("gpu", m["cpu"]))))
+    """results/current/<name>_<device>_<machine>, without an extension."""
+    return current_base("%s_%s" % (name, res["device"]), machine_name(res["machine"]))
 
 
 def device_parser(doc):
@@ -129,10 +124,11 @@ def pyplot():
 
 
 class Lib:
-    """The entry points of libpcinfer.so that the benchmarks call, with argument types."""
+    """The entry points of libpcinfer.so (BUILD/src/libpcinfer.so) that the benchmarks call, with
+    argument types."""
 
     def __init__(self, build_dir):
-        path = os.path.join(build_dir, "libpcinfer.so")
+        path = os.path.join(build_dir, "src", "libpcinfer.so")
         self.lib = ctypes.CDLL(os.path.abspath(path))
         L, i64, vp, sz = self.lib, ctypes.c_int64, ctypes.c_void_p, ctypes.c_size_t
         L.pc_lse_rows.argtypes = [ctypes.c_int, ctypes.c_int, vp, i64, i64, i64, vp, vp]

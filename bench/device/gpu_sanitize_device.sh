@@ -3,19 +3,19 @@
 # fuse strategy on every shape) under NVIDIA's compute-sanitizer: memcheck (out-of-bounds and
 # misaligned accesses, including cp.async copies) and racecheck (shared-memory hazards between
 # the threads of a block), each under its own timeout, with a fixed test seed.
-#   usage: OUT=DIR [KERNELS=NAME] bench/gpu_sanitize_device.sh [MEMCHECK_S [RACECHECK_S]]
+#   usage: OUT=DIR [KERNELS=NAME] bench/device/gpu_sanitize_device.sh [MEMCHECK_S [RACECHECK_S]]
 # KERNELS limits the checks to kernels whose name contains NAME (the others run unchecked, at
 # full speed), e.g. KERNELS=warp_kernel.
 # Writes DIR/build.log, DIR/memcheck.log, DIR/racecheck.log and prints their summaries. Needs
 # .device-deps (the cmocka .deb files) carried; run from the repository root.
 set -u
-OUT=${OUT:-bench/results/gpu-sanitize}
+OUT=${OUT:-build-device/gpu-sanitize}
 mem_s=${1:-170} race_s=${2:-120}
 only=()
 [ -n "${KERNELS:-}" ] && only=(--kernel-name "kns=$KERNELS")
 mkdir -p "$OUT"
-. bench/device_env.sh
-build=build-sanitize-dev
+. bench/device/device_env.sh
+build="build-sanitize-dev"
 out=$(cd "$OUT" && pwd)
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=/tmp/deps/usr \
     > "$out/build.log" 2>&1

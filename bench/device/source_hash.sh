@@ -3,7 +3,7 @@
 # files) as they are on disk, so that a result made from a copy of a working tree (where git's
 # view may be missing or stale) names the exact sources it was built from; the same command on
 # a checkout gives the same hash for the same files.
-#   usage: bench/source_hash.sh [ROOT]
+#   usage: bench/device/source_hash.sh [ROOT]
 cd "${1:-.}" || exit 1
 find src include tests tools bench -maxdepth 3 -type f \
     \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' -o -name 'CMakeLists.txt' \) \

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Images per second of the CPU circuit backends (ref, cpu-fuse, cpu) on MNIST-shaped HCLTs.
 
-For K = 16 and K = 32 a random HCLT of MNIST's shape is made (bench/make_random_hclt.py: the
+For K = 16 and K = 32 a random HCLT of MNIST's shape is made (bench/harness/make_random_hclt.py: the
 speed depends on V, K, C and the tree, not on the parameter values), then pcinfer scores the
 first images of the MNIST test set with each backend on 1 thread and on all cores; the median
 of --reps runs is kept. The shipped model (models/mnist.h5, K = 16) is also scored in full
-with --compare ref, for its accuracy. Results: bench/results/cpu_circuit_<cpu>.json and .md.
+with --compare ref, for its accuracy. Results: bench/results/current/cpu_circuit_<machine>.json
+and .md (bench/machine.py names the machine).
 
-usage: bench/cpu_circuit_bench.py [--build DIR] [--reps N] [--images N] [--models DIR] [--data F]
+usage: bench/harness/cpu_circuit_bench.py [--build DIR] [--reps N] [--images N] [--models DIR] [--data F]
 (--models: take random_k16.h5 and random_k32.h5 from DIR instead of making them, for machines
 without h5py; --data: the MNIST test images when pcinfer cannot find them itself)
 """
@@ -15,15 +16,15 @@ import argparse
 import json
 import os
 import platform
-import re
 import statistics
 import subprocess
 import sys
 import tempfile
 
-from proc_cpuinfo import read_cpuinfo
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))  # bench/
+from machine import cpu_name, current_base, read_cpuinfo  # noqa: E402
 
 
 def cpu_info():
@@ -69,7 +70,7 @@ def main():
         for K in (16, 32):
             model = os.path.join(a.models or tmp, "random_k%d.h5" % K)
             if not a.models:
-                subprocess.run([sys.executable, os.path.join(ROOT, "bench", "make_random_hclt.py"),
+                subprocess.run([sys.executable, os.path.join(HERE, "make_random_hclt.py"),
                                 "--latents", str(K), model], check=True)
             for threads in sorted({1, cores}):
                 for kernel in ("ref", "cpu-fuse", "cpu"):
@@ -94,10 +95,8 @@ def main():
                             "ref_images_per_second": r["compare"]["ref_images_per_second"],
                             "mean_abs_delta_nats": r["compare"]["mean_abs_delta_nats"],
                             "max_abs_delta_nats": r["compare"]["max_abs_delta_nats"]})
-    slug = re.sub(r"[^a-z0-9]+", "-", machine["cpu"].lower()).strip("-")
-    out_dir = os.path.join(ROOT, "bench", "results")
-    os.makedirs(out_dir, exist_ok=True)
-    base = os.path.join(out_dir, "cpu_circuit_%s_%dcores" % (slug, cores))
+    base = current_base("cpu_circuit", cpu_name(machine["cpu"], cores))
+    os.makedirs(os.path.dirname(base), exist_ok=True)
     with open(base + ".json.tmp", "w") as f:
         json.dump({"machine": machine, "timing": rows, "shipped_model": shipped}, f, indent=1)
     os.replace(base + ".json.tmp", base + ".json")

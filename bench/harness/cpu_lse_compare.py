@@ -13,11 +13,11 @@ scalar path. Every method: one warm-up call per input copy, then the median of u
 method alike.
 
 The machine may be shared, so the whole measurement runs --runs times (5) and each cell is the
-median pass; the JSON keeps every pass. Writes bench/results/cpu_lse_<date>.json (machine,
-versions, every measurement) and
-bench/results/cpu_lse_<date>.md (ns per element and speed-ups over the fastest peer).
+median pass; the JSON keeps every pass. Writes cpu_lse_<machine>.json (machine, date, versions,
+every measurement) and cpu_lse_<machine>.md (ns per element and speed-ups over the fastest peer)
+into --out (bench/results/current; bench/machine.py names the machine).
 
-usage: bench/cpu_lse_compare.py [--build build] [--out bench/results] [--runs 5]
+usage: bench/harness/cpu_lse_compare.py [--build build] [--out DIR] [--runs 5]
 """
 import os
 
@@ -35,7 +35,8 @@ import time
 
 import numpy as np
 
-from proc_cpuinfo import read_cpuinfo
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
+from machine import CURRENT, machine_name, read_cpuinfo  # noqa: E402
 
 SHAPES = [(512, 128), (512, 1024), (512, 8192), (512, 32768), (512, 128256), (1, 1 << 20)]
 BUDGET_S = 0.5
@@ -129,7 +130,7 @@ def run_ours(lsebench, kernel, isa, rows, cols):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build", help="CMake build folder holding lsebench")
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    ap.add_argument("--out", default=CURRENT)
     ap.add_argument("--runs", type=int, default=5,
                     help="passes over every shape and method; each cell reports the median pass "
                          "(the machine is shared: one pass can meet a busy neighbour)")
@@ -194,7 +195,7 @@ def main():
                       f"for every method; {args.runs} passes over everything, each cell the "
                       f"median pass"}
     os.makedirs(args.out, exist_ok=True)
-    stem = os.path.join(args.out, f"cpu_lse_{date}")
+    stem = os.path.join(args.out, f"cpu_lse_{machine_name()}")
     tmp = stem + ".json.tmp"
     with open(tmp, "w") as f:
         json.dump({"meta": meta, "results": results, "passes": passes}, f, indent=1)

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Plots a result of bench/cpu_lse_compare.py: ns per element vs row length for numpy, scipy,
+"""Plots a result of bench/harness/cpu_lse_compare.py: ns per element vs row length for numpy, scipy,
 torch and our fuse / int kernels (one thread), with the single-thread read floor when given.
 
-    python3 bench/cpu_lse_plot.py bench/results/cpu_lse_<date>.json [--floor NS] [-o OUT.png]
+    python3 bench/harness/cpu_lse_plot.py bench/results/current/cpu_lse_<machine>.json [--floor NS] [-o OUT.png]
 
 Writes OUT.png (default: the JSON's name with .png) through a temporary file and a rename."""
 import argparse

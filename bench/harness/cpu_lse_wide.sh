@@ -1,15 +1,12 @@
 #!/bin/sh
 # fuse on wide-range inputs, one thread, every instruction set: lsebench rows (f32 1 x 10^6,
-# f16/bf16 1 x 10^6 and f32 512 x 128 on the best path) and bench/cpu_lse_wide.c (weighted
-# form, backward). Appends JSON lines to OUT.
+# f16/bf16 1 x 10^6 and f32 512 x 128 on the best path) and the lab's cpu_lse_wide (the
+# weighted form and the backward, bench/lab/cpu_lse_wide.c). Appends JSON lines to OUT.
 #
-#   bench/cpu_lse_wide.sh LABEL BUILD_DIR OUT.json
+#   bench/harness/cpu_lse_wide.sh LABEL BUILD_DIR OUT.json
+# BUILD_DIR holds lsebench and lab/cpu_lse_wide (make build BUILD=...).
 set -eu
 label=$1 build=$2 out=$3
-here=$(dirname "$0")
-prog=$(mktemp)
-trap 'rm -f "$prog"' EXIT
-cc -O2 -fopenmp -I"$here/../include" "$here/cpu_lse_wide.c" "$build/libpc.a" -lz -lm -o "$prog"
 tag() { sed "s/^{/{\"label\": \"$label\", /"; }
 for isa in avx512 avx2 scalar; do
     for lo in -10 -80 -100 -200 -2000; do
@@ -25,4 +22,4 @@ for lo in -10 -2000; do
     "$build/lsebench" --device cpu --kernel fuse --rows 512 --cols 128 --range "$lo,0" --json |
         tag >>"$out"
 done
-"$prog" "$label" -10 -100 -200 -2000 >>"$out"
+"$build/lab/cpu_lse_wide" all "$label" -10 -100 -200 -2000 >>"$out"

@@ -7,15 +7,14 @@ numpy evaluates the circuit layer by layer over the whole batch in two precision
   fp32   every value float32, each node's K-vector held as absolute log-values (about -700 nats
          at the root, where one float32 ulp is 6e-5), LSE per sum node with the max shift.
 Then pcinfer --output gives the per-image values of cpu-fuse and cpu. Results:
-bench/results/cpu_offsets_ablation_<cpu>.json and .md.
+bench/results/current/cpu_offsets_ablation_<machine>.json and .md.
 
-usage: bench/cpu_offsets_ablation.py [--build DIR] [--limit N]
+usage: bench/harness/cpu_offsets_ablation.py [--build DIR] [--limit N]
 """
 import argparse
 import gzip
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -23,9 +22,10 @@ import tempfile
 import h5py
 import numpy as np
 
-from proc_cpuinfo import read_cpuinfo
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(BENCH)
+sys.path.insert(0, BENCH)
+from machine import current_base, machine_name, read_cpuinfo  # noqa: E402
 
 
 def load_images(limit):
@@ -122,8 +122,8 @@ def main():
                       "max_abs_delta_nats": float(d.max()),
                       "mean_delta_nats": float((values[name] - ref).mean())})
     cpu = read_cpuinfo()[0] or "unknown"
-    slug = re.sub(r"[^a-z0-9]+", "-", cpu.lower()).strip("-")
-    base = os.path.join(ROOT, "bench", "results", "cpu_offsets_ablation_%s" % slug)
+    base = current_base("cpu_offsets_ablation", machine_name())
+    os.makedirs(os.path.dirname(base), exist_ok=True)
     result = {"cpu": cpu, "images": n, "model": "models/mnist.h5",
               "mean_ll_nats_ref": float(ref.mean()), "check": rows, "paths": table}
     with open(base + ".json.tmp", "w") as f:  # renamed when whole: never half a file

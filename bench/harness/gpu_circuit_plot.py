@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Plots and tabulates bench/gpu_circuit_bench.c's JSON: forward time vs K at each batch for
+"""Plots and tabulates bench/harness/gpu_circuit_bench.c's JSON: forward time vs K at each batch for
 fuse, int and gemm, next to PyJuice 2.6.3's best mode (CUDA graph) on the same GPU model, as
 measured for the project's targets card, TARGETS.md (PyJuice is not installed on the benchmark
 machine), and the targets (3x PyJuice, 5x at batch 512 for K <= 128). Given the JSON of
-bench/gpu_product_floor.cu, also the exact product alone: cuBLAS's faster of SGEMM (FP32) and
+bench/lab/gpu_product_floor.cu, also the exact product alone: cuBLAS's faster of SGEMM (FP32) and
 DGEMM (FP64 tensor cores) over every sum group at once, a floor under any forward pass.
 
 usage: gpu_circuit_plot.py RESULTS.json OUT.png [PRODUCT_FLOOR.json]

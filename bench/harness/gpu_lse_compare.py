@@ -8,7 +8,8 @@ its bytes over the bandwidth of torch.sum on 4 GiB, measured in the same run. Ac
 checked against torch.logsumexp in FP64 of the exact values each kernel reads (f16/bf16 inputs
 are compared with the FP64 LSE of the rounded values).
 
-Writes gpu_lse_<gpu>.json, .png and .md (e.g. gpu_lse_nvidia-h200.*) into --out.
+Writes gpu_lse_<machine>.json, .png and .md (e.g. gpu_lse_h200.*; bench/machine.py names the
+machine) into --out, by default bench/results/current.
 """
 import argparse
 import ctypes
@@ -16,9 +17,13 @@ import json
 import math
 import os
 import subprocess
+import sys
 import time
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
+from machine import CURRENT, gpu_name  # noqa: E402
 
 SHAPES = [(512, 128), (512, 1024), (512, 8192), (512, 32768), (512, 128256), (512, 256000),
           (8, 128256), (1, 4194304), (65536, 64), (1048576, 16)]
@@ -147,8 +152,8 @@ def read_bandwidth():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", default="build-gpu/libpcinfer.so")
-    ap.add_argument("--out", default="bench/results")
+    ap.add_argument("--lib", default="build/src/libpcinfer.so")
+    ap.add_argument("--out", default=CURRENT)
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--graph-reps", type=int, default=15)
     ap.add_argument("--compile-budget-s", type=float, default=60.0,
@@ -223,17 +228,12 @@ def main():
         entry["torch_eager_max_rel_err"], entry["torch_eager_mean_rel_err"] = rel_errors(tout, ref)
         result["ranges"].append(entry)
 
-    base = os.path.join(args.out, "gpu_lse_" + slug(result["gpu"]))
+    base = os.path.join(args.out, "gpu_lse_" + gpu_name(result["gpu"]))
     with open(base + ".json.tmp", "w") as f:
         json.dump(result, f, indent=1)
     os.replace(base + ".json.tmp", base + ".json")
     plot(result, base + ".png")
     write_note(result, base + ".md")
-
-
-def slug(name):
-    """'NVIDIA H200' -> 'nvidia-h200' (file names carry the machine)."""
-    return "-".join("".join(c if c.isalnum() else " " for c in name.lower()).split())
 
 
 def plot(result, path):

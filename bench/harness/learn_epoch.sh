@@ -1,7 +1,7 @@
 #!/bin/bash
 # Times pclearn's EM on MNIST: one mini-batch epoch (batch 512) and one full-batch epoch per
 # (K, threads), and prints one JSON object per run. The machine is named in the output.
-# usage: bench/learn_epoch.sh PCLEARN TRAIN_IDX "K..." "THREADS..."
+# usage: bench/harness/learn_epoch.sh PCLEARN TRAIN_IDX "K..." "THREADS..."
 set -eu
 tool=$1 data=$2 ks=$3 threads=$4
 tmp=$(mktemp -d)

@@ -10,9 +10,9 @@ Read floor: logit bytes / the bandwidth torch.sum reaches over 1 GiB in the same
 |logprob - FP64| with the FP64 value from torch in float64 on the GPU (row chunks), checked
 against the library's CPU FP64 reference (pc_logprob_rows_ref) on a few rows.
 
-    bench/logprob_bench.py [build-dir] [--rows 1,64,512,4096,16384] [--vocab 32000,50257,128256,256000]
+    bench/harness/logprob_bench.py [build-dir] [--rows 1,64,512,4096,16384] [--vocab 32000,50257,128256,256000]
 
-Writes bench/results/logprob_bench_<gpu>.json, .png and .md.
+Writes bench/results/current/logprob_bench_<machine>.json, .png and .md.
 """
 import argparse
 import os
@@ -21,8 +21,8 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import paper_common as pc  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
+import bench_common as pc  # noqa: E402
 
 import torch  # noqa: E402
 
@@ -179,7 +179,7 @@ def main():
                       % (dtype, rows, v, r["ours_ms"], r.get("ours_vs_floor", float("nan")),
                          r["torch_log_softmax_gather_ms"], r["torch_gather_logsumexp_ms"], r["ours_max_abs_err"],
                          r["torch_log_softmax_gather_max_abs_err"], r["fp64_refs_max_diff"]), flush=True)
-    base = os.path.join(pc.RESULTS, "logprob_bench_" + pc.slug(res["machine"].get("gpu", "gpu")))
+    base = pc.current_base("logprob_bench", pc.machine_name(res["machine"]))
     pc.write_json(base + ".json", res)
     plot(res, base + ".png")
     pc.write_text(base + ".md", markdown(res))

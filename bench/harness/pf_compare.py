@@ -8,9 +8,9 @@ The Python filter runs the same model in numpy with float32 log-weights (the byt
 read) and times each library's LSE on the same log-weights of every step; it proceeds with
 numpy's result. pfilter reports its own LSE time per step. All one thread.
 
-    bench/pf_compare.py [build-dir] [--particles 1000,10000,100000,1000000] [--steps 30]
+    bench/harness/pf_compare.py [build-dir] [--particles 1000,10000,100000,1000000] [--steps 30]
 
-Writes bench/results/pf_compare_<cpu>.json, .png (time per LSE call vs particle count) and .md.
+Writes bench/results/current/pf_compare_<machine>.json, .png (time per LSE call vs particle count) and .md.
 """
 import argparse
 import json
@@ -23,8 +23,8 @@ import numpy as np
 import scipy
 import scipy.special
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import paper_common as pc  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
+import bench_common as pc  # noqa: E402
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -125,7 +125,7 @@ def main():
               % (n, row["int_ms"], row["fuse_ms"], row["numpy_ms"], row["scipy_ms"],
                  "  torch %.4f ms" % row["torch_ms"] if "torch_ms" in row else "",
                  row["int_speedup_vs_numpy"], row["int_speedup_vs_scipy"]), flush=True)
-    base = os.path.join(pc.RESULTS, "pf_compare_" + pc.slug(res["machine"]["cpu"]))
+    base = pc.current_base("pf_compare", pc.machine_name(res["machine"]))
     pc.write_json(base + ".json", res)
     res["plot"] = plot(res, base + ".png")
     lines = ["# Particle filter: time per LSE call", "",

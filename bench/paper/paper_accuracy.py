@@ -15,9 +15,9 @@ cannot hold -inf: those entries get its most negative code, -512 log2 units). A 
 CPU: pc_lse_rows through ctypes, plus numpy's max-shift recipe and torch.logsumexp in float32
 as peers. GPU (when present, through torch tensors): pc_lse_rows_cuda and torch.logsumexp.
 
-    bench/paper_accuracy.py [build-dir] [--cpu] [--gpu] [--rows 512] [--cols 8192]
+    bench/paper/paper_accuracy.py [build-dir] [--cpu] [--gpu] [--rows 512] [--cols 8192]
 
-Writes bench/results/paper_accuracy_{cpu,gpu}_<machine>.json, .png and .md.
+Writes bench/results/current/paper_accuracy_{cpu,cuda}_<machine>.json, .png and .md.
 """
 import os
 import sys
@@ -25,8 +25,8 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import paper_common as pc  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
+import bench_common as pc  # noqa: E402
 
 VARIANTS = [("fuse", "f32"), ("fuse", "f16"), ("fuse", "bf16"), ("int", "f32"), ("int", "q10.6")]
 SWEEP_COLS = [128, 1024, 8192, 32768, 128256]

@@ -9,10 +9,10 @@ launch cost opens no gap), lsebench --json at N = 128256 as a cross-check, and t
 (bytes / the bandwidth torch.sum reaches over 1 GiB in the same run). lsebench computes an FP64
 host reference for every configuration, too slow to sweep every GPU shape within a short run.
 
-    bench/paper_timing.py [build-dir] [--cpu] [--gpu] [--cols 128,1024,...] [--threads 1]
+    bench/paper/paper_timing.py [build-dir] [--cpu] [--gpu] [--cols 128,1024,...] [--threads 1]
 
 Without --cpu/--gpu: the CPU always, the GPU when pc_cuda_available(). Writes
-bench/results/paper_timing_{cpu,gpu}_<machine>.json, .png and .md.
+bench/results/current/paper_timing_{cpu,cuda}_<machine>.json, .png and .md.
 """
 import json
 import os
@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import paper_common as pc  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
+import bench_common as pc  # noqa: E402
 
 COLS = [128, 1024, 8192, 32768, 128256]
 GPU_COLS = [128, 1024, 8192, 32768, 128256, 256000]

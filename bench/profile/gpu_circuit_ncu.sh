@@ -1,8 +1,8 @@
 #!/bin/sh
 # Profiles one forward-pass kernel of the GPU circuit engine with Nsight Compute: where the warps
 # of the kernel wait (warp state statistics), how busy the SMs and memory are, occupancy.
-#   usage: bench/gpu_circuit_ncu.sh BUILD_DIR OUT_FILE K BATCH KERNEL_REGEX
-# BUILD_DIR holds BUILD_DIR/gpu_circuit_bench (bench/gpu_circuit_bench.sh builds it); the kernel
+#   usage: bench/profile/gpu_circuit_ncu.sh BUILD_DIR OUT_FILE K BATCH KERNEL_REGEX
+# BUILD_DIR holds BUILD_DIR/gpu_circuit_bench (the CMake target of the same name); the kernel
 # profiled is the third launch matching KERNEL_REGEX (after two warm-up replays), e.g.
 # tile_kernel or fuse_kernel. Run from the repository root.
 set -eu

@@ -9,7 +9,7 @@ the kernel's stall reasons (cycles per issued instruction, largest first).
         --section SourceCounters --section InstructionStats BUILD/gpu_circuit_bench ...
     ncu -i rep.ncu-rep --page source --csv --print-source sass > sass.csv
     ncu -i rep.ncu-rep --page raw --csv > raw.csv
-    python3 bench/ncu_sass_agg.py sass.csv [BLOCKS [raw.csv]]
+    python3 bench/profile/ncu_sass_agg.py sass.csv [BLOCKS [raw.csv]]
 """
 import collections
 import csv

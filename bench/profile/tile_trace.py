@@ -1,6 +1,6 @@
-"""Per-unit trace of the fuse tile strategy (bench/gpu_trace_device.sh).
+"""Per-unit trace of the fuse tile strategy (bench/device/gpu_trace_device.sh).
 
-Reads the "TT" lines that a TILE_TRACE build prints when its evaluator is destroyed (one per
+Reads the "TT" lines that a PC_TRACE build prints when its evaluator is freed (one per
 unit of block 0 in the last forward pass: group, slice of the block's samples, part, children,
 its warp, cycles before and after its waits and at its end, and two global timestamps) and
 prints the warps' busy and waiting cycles, the slowest units, and the critical path back from
@@ -29,7 +29,7 @@ def main(path):
         if (g, sl) not in last or t2 > U[last[(g, sl)]]["t2"]:
             last[(g, sl)] = u
     if not U:
-        sys.exit("no TT lines in %s (a TILE_TRACE build, fuse-tile?)" % path)
+        sys.exit("no TT lines in %s (a PC_TRACE build, fuse-tile?)" % path)
     split = {g for g, sl, part in U if part > 0}
     slices = 1 + max(sl for g, sl, part in U)
     print("groups", len({g for g, sl in last}), "x slices", slices,

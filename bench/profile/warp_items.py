@@ -1,6 +1,6 @@
 """Timeline of every work item of one forward pass of the fuse warp strategy.
 
-Reads the "IT" and "CH" lines that a WARP_ITEMS build (bench/trace/warp_items.patch) prints when
+Reads the "IT" and "CH" lines that a PC_TRACE build (cmake -DPC_TRACE=ON) prints when
 its evaluator is destroyed: per item (chain, sample tile) its SM and three globaltimer stamps
 (start, the bottom group's gather done: its wait for the children, loads, sums, max and
 exp; end), and per chain its groups (children:variables, bottom first)
@@ -60,7 +60,7 @@ def main():
     a = ap.parse_args()
     items, chains = read(a.log)
     if not items or not chains:
-        raise SystemExit("no IT/CH lines in %s (a WARP_ITEMS build, fuse-warp?)" % a.log)
+        raise SystemExit("no IT/CH lines in %s (a PC_TRACE build, fuse-warp?)" % a.log)
     t0 = min(v[1] for v in items.values())
     end = max(v[3] for v in items.values())
     last = max(v[1] for v in items.values())

@@ -1,6 +1,6 @@
-"""Per-phase trace of the fuse warp strategy's chain items (bench/gpu_trace_device.sh).
+"""Per-phase trace of the fuse warp strategy's chain items (bench/device/gpu_trace_device.sh).
 
-Reads the "TR" lines that a WARP_TRACE build prints when its evaluator is destroyed (one per
+Reads the "TR" lines that a PC_TRACE build prints when its evaluator is freed (one per
 chain: chain, groups, children, the item's timestamps for sample tile 0 of the last forward
 pass) and prints the critical path through the chains (from the root, the child that published
 last), each item's wake-up (last child's publish -> seen), run, staging and per-group
@@ -27,7 +27,7 @@ def main(path):
             prev = ph[2 * i + 1]
         R[c] = dict(len=n, ch=ch, g0=g0, g1=g1, pub=pub, stage=ck1 - ck0, gat=gat, pro=pro)
     if not R:
-        sys.exit("no TR lines in %s (a WARP_TRACE build, fuse-warp?)" % path)
+        sys.exit("no TR lines in %s (a PC_TRACE build, fuse-warp?)" % path)
     t0 = min(r["g0"] for r in R.values())
     root = max(R, key=lambda c: R[c]["pub"])
     print("chains", len(R), "span ns", R[root]["pub"] - t0)
