@@ -1,6 +1,7 @@
 """Helpers shared by the paper-reproduction (bench/paper), particle-filter and log-probability
 (bench/harness) benchmarks: the machine description every result carries, the ctypes binding of
 libpcinfer.so, result file names (bench/machine.py's scheme) and atomic writes."""
+
 import argparse
 import ctypes
 import json
@@ -36,6 +37,7 @@ def gpu_info():
     info = {"gpu": values[0], "driver": values[1]}
     try:
         import torch
+
         info["torch"] = torch.__version__
         info["torch_cuda"] = torch.version.cuda
     except ImportError:
@@ -116,8 +118,10 @@ def pyplot():
     """matplotlib's pyplot with a file-only backend, or None when matplotlib is missing."""
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+
         return plt
     except ImportError:
         return None
@@ -135,32 +139,69 @@ class Lib:
         L.pc_lse_rows_ref.argtypes = [ctypes.c_int, vp, i64, i64, i64, vp]
         L.pc_last_error.restype = ctypes.c_char_p
         L.pc_cuda_available.restype = ctypes.c_int
-        L.pc_lse_rows_cuda.argtypes = [ctypes.c_int, ctypes.c_int, vp, i64, i64, i64, vp, vp,
-                                       ctypes.POINTER(sz), vp]
+        L.pc_lse_rows_cuda.argtypes = [
+            ctypes.c_int,
+            ctypes.c_int,
+            vp,
+            i64,
+            i64,
+            i64,
+            vp,
+            vp,
+            ctypes.POINTER(sz),
+            vp,
+        ]
         self.has_logprob = hasattr(L, "pc_logprob_rows")
         if self.has_logprob:
             L.pc_logprob_rows.argtypes = [ctypes.c_int, ctypes.c_int, vp, i64, i64, i64, vp, vp, vp]
             L.pc_logprob_rows_ref.argtypes = [ctypes.c_int, vp, i64, i64, i64, vp, vp]
-            L.pc_logprob_rows_cuda.argtypes = [ctypes.c_int, vp, i64, i64, i64, vp, vp, vp,
-                                               ctypes.POINTER(sz), vp]
+            L.pc_logprob_rows_cuda.argtypes = [
+                ctypes.c_int,
+                vp,
+                i64,
+                i64,
+                i64,
+                vp,
+                vp,
+                vp,
+                ctypes.POINTER(sz),
+                vp,
+            ]
 
     def check(self, status, what):
         if status != 0:
-            raise RuntimeError("%s: status %d: %s" % (what, status, self.lib.pc_last_error().decode()))
+            raise RuntimeError(
+                "%s: status %d: %s" % (what, status, self.lib.pc_last_error().decode())
+            )
 
     def lse_rows(self, kernel, dtype, x, cols=None):
         """x: C-contiguous 2-D numpy array (float32, or uint16 / int16 holding f16, bf16, q10.6)."""
         rows, stride = x.shape
         out = np.empty(rows, np.float32)
-        self.check(self.lib.pc_lse_rows(KERNELS[kernel], DTYPES[dtype], x.ctypes.data, rows,
-                                        cols or stride, stride, out.ctypes.data, None), "pc_lse_rows")
+        self.check(
+            self.lib.pc_lse_rows(
+                KERNELS[kernel],
+                DTYPES[dtype],
+                x.ctypes.data,
+                rows,
+                cols or stride,
+                stride,
+                out.ctypes.data,
+                None,
+            ),
+            "pc_lse_rows",
+        )
         return out
 
     def lse_rows_ref(self, dtype, x, cols=None):
         rows, stride = x.shape
         out = np.empty(rows, np.float64)
-        self.check(self.lib.pc_lse_rows_ref(DTYPES[dtype], x.ctypes.data, rows, cols or stride,
-                                            stride, out.ctypes.data), "pc_lse_rows_ref")
+        self.check(
+            self.lib.pc_lse_rows_ref(
+                DTYPES[dtype], x.ctypes.data, rows, cols or stride, stride, out.ctypes.data
+            ),
+            "pc_lse_rows_ref",
+        )
         return out
 
     def cuda_available(self):
@@ -169,24 +210,54 @@ class Lib:
     def lse_rows_cuda(self, kernel, dtype, x_ptr, rows, cols, stride, out_ptr, scratch_ptr, nbytes):
         """Device pointers (ints). With scratch_ptr None returns the scratch bytes needed."""
         n = ctypes.c_size_t(nbytes)
-        self.check(self.lib.pc_lse_rows_cuda(KERNELS[kernel], DTYPES[dtype], x_ptr, rows, cols, stride,
-                                             out_ptr, scratch_ptr, ctypes.byref(n), None),
-                   "pc_lse_rows_cuda")
+        self.check(
+            self.lib.pc_lse_rows_cuda(
+                KERNELS[kernel],
+                DTYPES[dtype],
+                x_ptr,
+                rows,
+                cols,
+                stride,
+                out_ptr,
+                scratch_ptr,
+                ctypes.byref(n),
+                None,
+            ),
+            "pc_lse_rows_cuda",
+        )
         return n.value
 
-    def logprob_rows_cuda(self, dtype, x_ptr, rows, vocab, stride, t_ptr, out_ptr, scratch_ptr, nbytes):
+    def logprob_rows_cuda(
+        self, dtype, x_ptr, rows, vocab, stride, t_ptr, out_ptr, scratch_ptr, nbytes
+    ):
         n = ctypes.c_size_t(nbytes)
-        self.check(self.lib.pc_logprob_rows_cuda(DTYPES[dtype], x_ptr, rows, vocab, stride, t_ptr,
-                                                 out_ptr, scratch_ptr, ctypes.byref(n), None),
-                   "pc_logprob_rows_cuda")
+        self.check(
+            self.lib.pc_logprob_rows_cuda(
+                DTYPES[dtype],
+                x_ptr,
+                rows,
+                vocab,
+                stride,
+                t_ptr,
+                out_ptr,
+                scratch_ptr,
+                ctypes.byref(n),
+                None,
+            ),
+            "pc_logprob_rows_cuda",
+        )
         return n.value
 
     def logprob_rows_ref(self, dtype, x, targets):
         rows, vocab = x.shape
         out = np.empty(rows, np.float64)
         t = np.ascontiguousarray(targets, dtype=np.int64)
-        self.check(self.lib.pc_logprob_rows_ref(DTYPES[dtype], x.ctypes.data, rows, vocab, vocab,
-                                                t.ctypes.data, out.ctypes.data), "pc_logprob_rows_ref")
+        self.check(
+            self.lib.pc_logprob_rows_ref(
+                DTYPES[dtype], x.ctypes.data, rows, vocab, vocab, t.ctypes.data, out.ctypes.data
+            ),
+            "pc_logprob_rows_ref",
+        )
         return out
 
 

@@ -1,8 +1,9 @@
 # shellcheck shell=sh
 # Sourced by the scripts that run on the GPU machine (bench/device/*.sh and
-# bench/paper/paper_gpu_run.sh, from the repository root): unpacks the carried cmocka packages (.device-deps/*.deb) into
-# /tmp/deps and points pkg-config, the compiler and the loader at them, puts nvcc on PATH, and
-# copies the carried MNIST files (.devdata/mnist) to where the tools look for them.
+# bench/paper/paper_gpu_run.sh, from the repository root): unpacks the carried cmocka packages
+# (.device-deps/*.deb) into /tmp/deps and points pkg-config, the compiler and the loader at
+# them, puts nvcc on PATH, and copies the carried MNIST files (.devdata/mnist) to where the
+# tools look for them.
 # Debian's cmocka.pc names /usr/include and /usr/lib directly (no ${prefix}): rewrite those.
 if ls .device-deps/*.deb >/dev/null 2>&1; then
     for f in .device-deps/*.deb; do dpkg -x "$f" /tmp/deps; done

@@ -101,7 +101,8 @@ fi
 echo "---- build errors (if any) ----"
 grep -E "error|Error" "$OUT/build.log" | head -15
 echo "---- tests: failures and key lines ----"
-grep -E "^====|FAILED|PASSED|ERROR|skipped|seed|Failure|failed|got|ref -inf" "$OUT/tests.log" | head -60
+grep -E "^====|FAILED|PASSED|ERROR|skipped|seed|Failure|failed|got|ref -inf" "$OUT/tests.log" |
+    head -60
 echo "---- benchmark (last lines of its log) ----"
 tail -25 "$OUT/bench.log"
 cat "$OUT/table.md"

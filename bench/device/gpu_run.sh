@@ -14,7 +14,8 @@ mkdir -p "$OUT"
 t0=$(date +%s)
 rm -rf "$BUILD" # a fresh configure: cached pkg-config results of an earlier run may be stale
 if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release &&
-       cmake --build "$BUILD" -j "$(nproc)" --target pcinfer test_cuda_lse; } >"$OUT/build.log" 2>&1; then
+       cmake --build "$BUILD" -j "$(nproc)" --target pcinfer test_cuda_lse; } \
+        >"$OUT/build.log" 2>&1; then
     tail -40 "$OUT/build.log"
     echo "BUILD FAILED"
     exit 1
@@ -32,9 +33,11 @@ timeout 360 python3 bench/harness/gpu_lse_compare.py --lib "$BUILD/src/libpcinfe
 bench_rc=$?
 echo "gpu_lse_compare: rc $bench_rc, $(( $(date +%s) - t0 )) s"
 
-if [ "${PC_NCU:-1}" = 1 ] && command -v ncu >/dev/null 2>&1 && [ -f bench/profile/gpu_lse_ncu.py ]; then
-    timeout 120 ncu --clock-control none --kernel-name regex:rows_block --launch-skip 2 --launch-count 1 \
-        --metrics dram__bytes_read.sum,gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+if [ "${PC_NCU:-1}" = 1 ] && command -v ncu >/dev/null 2>&1; then
+    metrics=dram__bytes_read.sum,gpu__time_duration.sum
+    metrics=$metrics,dram__throughput.avg.pct_of_peak_sustained_elapsed
+    timeout 120 ncu --clock-control none --kernel-name regex:rows_block --launch-skip 2 \
+        --launch-count 1 --metrics "$metrics" \
         python3 bench/profile/gpu_lse_ncu.py --lib "$BUILD/src/libpcinfer.so" >"$OUT/ncu.log" 2>&1
     echo "ncu: rc $?"
     grep -E "dram__|gpu__time" "$OUT/ncu.log" | head -5

@@ -22,10 +22,12 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=/tmp/deps/
 cmake --build "$build" -j "$(nproc)" --target test_cuda_eval >> "$out/build.log" 2>&1 ||
     { tail -20 "$out/build.log"; exit 1; }
 cd "$build" || exit 1
-PC_TEST_SEED=12345 timeout "$mem_s" compute-sanitizer --tool memcheck "${only[@]}" --print-limit 20 \
+PC_TEST_SEED=12345 timeout "$mem_s" compute-sanitizer --tool memcheck "${only[@]}" \
+    --print-limit 20 \
     ./test_cuda_eval > "$out/memcheck.log" 2>&1
 echo "memcheck: rc $?"
-PC_TEST_SEED=12345 timeout "$race_s" compute-sanitizer --tool racecheck "${only[@]}" --racecheck-report hazard \
+PC_TEST_SEED=12345 timeout "$race_s" compute-sanitizer --tool racecheck "${only[@]}" \
+    --racecheck-report hazard \
     --print-limit 20 ./test_cuda_eval > "$out/racecheck.log" 2>&1
 echo "racecheck: rc $?"
 for t in memcheck racecheck; do

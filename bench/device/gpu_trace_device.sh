@@ -10,7 +10,7 @@
 # One traced build serves every point; the circuit benchmark then runs at each point with the
 # strategy forced, and the records, written to a device buffer during the pass (no printf in
 # kernels), are printed to stderr when its evaluator is freed.
-#   usage: OUT=DIR bench/device/gpu_trace_device.sh [warp:K:BATCH | tile:K:BATCH | items:K:BATCH ...]
+#   usage: OUT=DIR bench/device/gpu_trace_device.sh [warp:K:B | tile:K:B | items:K:B ...]
 #   e.g.   OUT=/tmp/t bench/device/gpu_trace_device.sh warp:16:16 tile:32:512 items:64:4096
 # Writes DIR/trace.txt (every point's analysis), DIR/items_K_BATCH.png and DIR/build.log. Needs
 # .devdata/mnist carried (bench/device/device_env.sh).

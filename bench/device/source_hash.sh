@@ -7,5 +7,6 @@
 cd "${1:-.}" || exit 1
 find src include tests tools bench -maxdepth 3 -type f \
     \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' -o -name 'CMakeLists.txt' \) \
-    | LC_ALL=C sort | { cat CMakeLists.txt Makefile; while read -r f; do echo "$f"; cat "$f"; done; } \
+    | LC_ALL=C sort \
+    | { cat CMakeLists.txt Makefile; while read -r f; do echo "$f"; cat "$f"; done; } \
     | sha256sum | cut -c1-12

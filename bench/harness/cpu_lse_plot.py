@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Plots a result of bench/harness/cpu_lse_compare.py: ns per element vs row length for numpy, scipy,
-torch and our fuse / int kernels (one thread), with the single-thread read floor when given.
+"""Plots a result of bench/harness/cpu_lse_compare.py: ns per element vs row length for numpy,
+scipy, torch and our fuse / int kernels (one thread), with the single-thread read floor when given.
 
-    python3 bench/harness/cpu_lse_plot.py bench/results/current/cpu_lse_<machine>.json [--floor NS] [-o OUT.png]
+    python3 bench/harness/cpu_lse_plot.py bench/results/current/cpu_lse_<machine>.json
+        [--floor NS] [-o OUT.png]
 
 Writes OUT.png (default: the JSON's name with .png) through a temporary file and a rename."""
+
 import argparse
 import json
 import os
@@ -15,9 +17,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 STYLE = {
-    "numpy": ("tab:gray", "s", "--"), "scipy": ("tab:brown", "v", "--"),
-    "torch": ("tab:red", "^", "--"), "fuse-avx512": ("tab:blue", "o", "-"),
-    "fuse-scalar": ("tab:cyan", "o", ":"), "int-avx512": ("tab:green", "D", "-"),
+    "numpy": ("tab:gray", "s", "--"),
+    "scipy": ("tab:brown", "v", "--"),
+    "torch": ("tab:red", "^", "--"),
+    "fuse-avx512": ("tab:blue", "o", "-"),
+    "fuse-scalar": ("tab:cyan", "o", ":"),
+    "int-avx512": ("tab:green", "D", "-"),
     "int-scalar": ("tab:olive", "D", ":"),
 }
 
@@ -33,12 +38,16 @@ def main():
     out = a.out or os.path.splitext(a.json)[0] + ".png"
     fig, ax = plt.subplots(figsize=(8, 5))
     for method, (color, marker, line) in STYLE.items():
-        pts = sorted((r["cols"] * r["rows"], r["ns_per_elem"], f"{r['rows']}x{r['cols']}")
-                     for r in d["results"] if r["method"] == method)
+        pts = sorted(
+            (r["cols"] * r["rows"], r["ns_per_elem"], f"{r['rows']}x{r['cols']}")
+            for r in d["results"]
+            if r["method"] == method
+        )
         if not pts:
             continue
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], line, color=color, marker=marker,
-                label=method)
+        ax.plot(
+            [p[0] for p in pts], [p[1] for p in pts], line, color=color, marker=marker, label=method
+        )
     if a.floor:
         ax.axhline(a.floor, color="black", lw=0.8, ls="-.", label=f"read floor ({a.floor} ns)")
     shapes = sorted({(r["cols"] * r["rows"], f"{r['rows']}x{r['cols']}") for r in d["results"]})

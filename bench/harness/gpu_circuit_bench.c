@@ -202,7 +202,8 @@ static void accuracy(FILE *js, int *first, const char *label, const pc_hclt *m,
                 pc_backend_name(be), sum / n, worst, (double)(n * copies) / wall, copies,
                 (long long)n, peak / 1048576.0);
         fprintf(js,
-                "%s\n    {\"kind\": \"accuracy\", \"model\": \"%s\", \"backend\": \"%s\", \"K\": %d, "
+                "%s\n    {\"kind\": \"accuracy\", \"model\": \"%s\", \"backend\": \"%s\", "
+                "\"K\": %d, "
                 "\"images\": %lld, \"mean_abs_delta\": %.6e, \"max_abs_delta\": %.6e, "
                 "\"ref_mean_ll\": %.8f, \"mean_ll\": %.8f, \"bits_per_dim\": %.6f, "
                 "\"stream_images\": %lld, \"stream_images_per_s\": %.1f, "

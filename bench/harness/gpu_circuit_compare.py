@@ -9,6 +9,7 @@ a time more than TOL slower, or an error more than TOL larger. Exits with 1 when
 
 usage: bench/harness/gpu_circuit_compare.py BEFORE.json AFTER.json [--tolerance 0.03]
 """
+
 import argparse
 import json
 import sys
@@ -36,10 +37,15 @@ def main():
         ratio = n["ms"] / b["ms"]
         mark = "slower by more than %g %%" % (100 * tol) if ratio > 1 + tol else ""
         lost += bool(mark)
-        strategy = b["strategy"] if b["strategy"] == n["strategy"] else "%s -> %s" % (
-            b["strategy"], n["strategy"])
-        print("| %s | %d | %d | %s | %.4f | %.4f | %.3f | %s |" % (
-            key[0], key[1], key[2], strategy, b["ms"], n["ms"], ratio, mark))
+        strategy = (
+            b["strategy"]
+            if b["strategy"] == n["strategy"]
+            else "%s -> %s" % (b["strategy"], n["strategy"])
+        )
+        print(
+            "| %s | %d | %d | %s | %.4f | %.4f | %.3f | %s |"
+            % (key[0], key[1], key[2], strategy, b["ms"], n["ms"], ratio, mark)
+        )
     print()
     print("| model | backend | mean abs delta before | after | images/s before | after | |")
     print("|---|---|---|---|---|---|---|")
@@ -47,13 +53,23 @@ def main():
         b, n = c0[key], c1[key]
         worse = n["mean_abs_delta"] > b["mean_abs_delta"] * (1 + tol)
         lost += worse
-        print("| %s | %s | %.3e | %.3e | %.0f | %.0f | %s |" % (
-            key[0], key[1], b["mean_abs_delta"], n["mean_abs_delta"], b["stream_images_per_s"],
-            n["stream_images_per_s"], "error larger by more than %g %%" % (100 * tol)
-            if worse else ""))
+        print(
+            "| %s | %s | %.3e | %.3e | %.0f | %.0f | %s |"
+            % (
+                key[0],
+                key[1],
+                b["mean_abs_delta"],
+                n["mean_abs_delta"],
+                b["stream_images_per_s"],
+                n["stream_images_per_s"],
+                "error larger by more than %g %%" % (100 * tol) if worse else "",
+            )
+        )
     only = (t0.keys() ^ t1.keys()) | (c0.keys() ^ c1.keys())
     if only:
-        print("\nIn one run only: " + ", ".join(" ".join(map(str, k)) for k in sorted(only, key=str)))
+        print(
+            "\nIn one run only: " + ", ".join(" ".join(map(str, k)) for k in sorted(only, key=str))
+        )
     print("\n%d point(s) lost more than %g %%" % (lost, 100 * tol))
     return 1 if lost else 0
 

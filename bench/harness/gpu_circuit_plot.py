@@ -9,6 +9,7 @@ DGEMM (FP64 tensor cores) over every sum group at once, a floor under any forwar
 usage: gpu_circuit_plot.py RESULTS.json OUT.png [PRODUCT_FLOOR.json]
        (prints a Markdown table to stdout)
 """
+
 import json
 import sys
 
@@ -19,12 +20,20 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 # PyJuice 2.6.3, HCLT on MNIST, forward, CUDA graph recorded; H200; ms (TARGETS.md).
 PYJUICE_MS = {
-    (16, 512): 0.56, (32, 512): 0.54, (64, 512): 0.64, (128, 512): 1.45, (256, 512): 2.72,
-    (16, 4096): 0.74, (32, 4096): 1.28, (64, 4096): 2.15, (128, 4096): 6.19, (256, 4096): 18.0,
+    (16, 512): 0.56,
+    (32, 512): 0.54,
+    (64, 512): 0.64,
+    (128, 512): 1.45,
+    (256, 512): 2.72,
+    (16, 4096): 0.74,
+    (32, 4096): 1.28,
+    (64, 4096): 2.15,
+    (128, 4096): 6.19,
+    (256, 4096): 18.0,
 }
-FP32_PEAK = 67e12   # H200 plain FP32 FLOP/s
+FP32_PEAK = 67e12  # H200 plain FP32 FLOP/s
 EXACT_MODES = ("sgemm", "dgemm")  # gpu_product_floor's exact products
-READ_BW = 4.33e12   # H200 full-read bandwidth measured with torch.sum (TARGETS.md)
+READ_BW = 4.33e12  # H200 full-read bandwidth measured with torch.sum (TARGETS.md)
 
 
 def bound(r):
@@ -63,11 +72,19 @@ def main():
     batches = sorted({r["batch"] for r in timing})
     fig, axes = plt.subplots(1, len(batches), figsize=(6 * len(batches), 4.5), squeeze=False)
     print(f"GPU: {res['gpu']}\n")
-    print("| backend | strategy | K | batch | ms | PyJuice ms | speed-up | TFLOP/s | % FP32 peak | "
-          "compute floor ms | exact product (cuBLAS) ms | read floor ms | bound | peak MiB |")
+    print(
+        "| backend | strategy | K | batch | ms | PyJuice ms | speed-up | TFLOP/s | % FP32 peak | "
+        "compute floor ms | exact product (cuBLAS) ms | read floor ms | bound | peak MiB |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    styles = (("fuse", "o-"), ("fuse-persistent", "o:"), ("fuse-tile", "o--"),
-              ("fuse-warp", "o-."), ("gemm", "s-"), ("int", "^-"))
+    styles = (
+        ("fuse", "o-"),
+        ("fuse-persistent", "o:"),
+        ("fuse-tile", "o--"),
+        ("fuse-warp", "o-."),
+        ("gemm", "s-"),
+        ("int", "^-"),
+    )
     for ax, b in zip(axes[0], batches):
         for be, style in styles:
             pts = sorted((r["K"], r) for r in timing if r["batch"] == b and r["backend"] == be)
@@ -78,20 +95,34 @@ def main():
                 pj = PYJUICE_MS.get((k, b))
                 c, m, what = bound(r)
                 fl = floor.get((k, b))
-                print(f"| {be} | {r.get('strategy', '-')} | {k} | {b} | {r['ms']:.4f} | {pj if pj else '-'} | "
-                      f"{(pj / r['ms']) if pj else float('nan'):.2f}x | "
-                      f"{r['flop'] / r['ms'] * 1e-9:.2f} | "
-                      f"{100 * r['flop'] / (r['ms'] * 1e-3) / FP32_PEAK:.1f} | {c * 1e3:.4f} | "
-                      f"{f'{fl:.4f}' if fl else '-'} | "
-                      f"{m * 1e3:.4f} | {what} | {r['peak_device_bytes'] / 2**20:.0f} |")
+                print(
+                    f"| {be} | {r.get('strategy', '-')} | {k} | {b} | {r['ms']:.4f} | "
+                    f"{pj if pj else '-'} | "
+                    f"{(pj / r['ms']) if pj else float('nan'):.2f}x | "
+                    f"{r['flop'] / r['ms'] * 1e-9:.2f} | "
+                    f"{100 * r['flop'] / (r['ms'] * 1e-3) / FP32_PEAK:.1f} | {c * 1e3:.4f} | "
+                    f"{f'{fl:.4f}' if fl else '-'} | "
+                    f"{m * 1e3:.4f} | {what} | {r['peak_device_bytes'] / 2**20:.0f} |"
+                )
         ks = sorted(k for (k, bb) in PYJUICE_MS if bb == b)
         ax.plot(ks, [PYJUICE_MS[(k, b)] for k in ks], "k--", label="PyJuice 2.6.3 (graph)")
-        ax.plot(ks, [target_ms(k, b) for k in ks], "r_", markersize=14, mew=2,
-                label="target (3x PyJuice; 5x at 512, K <= 128)")
+        ax.plot(
+            ks,
+            [target_ms(k, b) for k in ks],
+            "r_",
+            markersize=14,
+            mew=2,
+            label="target (3x PyJuice; 5x at 512, K <= 128)",
+        )
         fk = sorted(k for (k, bb) in floor if bb == b)
         if fk:
-            ax.plot(fk, [floor[(k, b)] for k in fk], "x:", color="gray",
-                    label="exact product alone (cuBLAS)")
+            ax.plot(
+                fk,
+                [floor[(k, b)] for k in fk],
+                "x:",
+                color="gray",
+                label="exact product alone (cuBLAS)",
+            )
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("K (latent states)")
@@ -104,14 +135,18 @@ def main():
     fig.savefig(sys.argv[2], dpi=120)
     acc = [r for r in res["results"] if r["kind"] == "accuracy"]
     if acc:
-        print("\n| model | backend | images | mean abs Delta (nats) | max abs Delta | "
-              "bits/dim (ref) | images/s end to end | peak MiB |")
+        print(
+            "\n| model | backend | images | mean abs Delta (nats) | max abs Delta | "
+            "bits/dim (ref) | images/s end to end | peak MiB |"
+        )
         print("|---|---|---|---|---|---|---|---|")
         for r in acc:
-            print(f"| {r['model']} | {r['backend']} | {r['images']} | {r['mean_abs_delta']:.2e} | "
-                  f"{r['max_abs_delta']:.2e} | {r['bits_per_dim']:.4f} | "
-                  f"{r['stream_images_per_s']:.0f} ({r['stream_images']}) | "
-                  f"{r['peak_device_bytes'] / 2**20:.0f} |")
+            print(
+                f"| {r['model']} | {r['backend']} | {r['images']} | {r['mean_abs_delta']:.2e} | "
+                f"{r['max_abs_delta']:.2e} | {r['bits_per_dim']:.4f} | "
+                f"{r['stream_images_per_s']:.0f} ({r['stream_images']}) | "
+                f"{r['peak_device_bytes'] / 2**20:.0f} |"
+            )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ for k in $ks; do
     mb=$(awk '/ batch /{print $(NF-1)}' "$tmp/err")
     full=$(awk '/ full /{print $(NF-1)}' "$tmp/err")
     mi=$(sed -n 's/.*MI \([0-9.]*\) s.*/\1/p' "$tmp/err")
-    echo "{\"K\": $k, \"threads\": $t, \"mi_s\": $mi, \"minibatch_epoch_s\": $mb, \"full_epoch_s\": $full}"
+    echo "{\"K\": $k, \"threads\": $t, \"mi_s\": $mi, \"minibatch_epoch_s\": $mb," \
+        "\"full_epoch_s\": $full}"
   done
 done

@@ -10,10 +10,12 @@ Read floor: logit bytes / the bandwidth torch.sum reaches over 1 GiB in the same
 |logprob - FP64| with the FP64 value from torch in float64 on the GPU (row chunks), checked
 against the library's CPU FP64 reference (pc_logprob_rows_ref) on a few rows.
 
-    bench/harness/logprob_bench.py [build-dir] [--rows 1,64,512,4096,16384] [--vocab 32000,50257,128256,256000]
+    bench/harness/logprob_bench.py [build-dir] [--rows 1,64,512,4096,16384]
+        [--vocab 32000,50257,128256,256000]
 
 Writes bench/results/current/logprob_bench_<machine>.json, .png and .md.
 """
+
 import argparse
 import os
 import sys
@@ -55,8 +57,8 @@ def fp64_logprob(x, t, chunk_elems=1 << 27):
     step = max(1, chunk_elems // vocab)
     out = torch.empty(rows, dtype=torch.float64, device="cuda")
     for r0 in range(0, rows, step):
-        xd = x[r0:r0 + step].double()
-        out[r0:r0 + step] = xd.gather(1, t[r0:r0 + step, None])[:, 0] - torch.logsumexp(xd, 1)
+        xd = x[r0 : r0 + step].double()
+        out[r0 : r0 + step] = xd.gather(1, t[r0 : r0 + step, None])[:, 0] - torch.logsumexp(xd, 1)
         del xd
     return out
 
@@ -74,14 +76,36 @@ def bench_one(lib, rows, vocab, dtype, reps, bw):
     xs = [(torch.randn(rows, vocab, device="cuda") * 3).to(tdt) for _ in range(copies)]
     t = torch.randint(0, vocab, (rows,), device="cuda", dtype=torch.int64)
     out = torch.full((rows,), float("nan"), device="cuda")
-    need = lib.logprob_rows_cuda(dtype, xs[0].data_ptr(), rows, vocab, vocab, t.data_ptr(), out.data_ptr(), None, 0)
+    need = lib.logprob_rows_cuda(
+        dtype, xs[0].data_ptr(), rows, vocab, vocab, t.data_ptr(), out.data_ptr(), None, 0
+    )
     scratch = torch.empty(need, dtype=torch.uint8, device="cuda")
-    ours = lambda i: lib.logprob_rows_cuda(dtype, xs[i].data_ptr(), rows, vocab, vocab, t.data_ptr(),  # noqa: E731
-                                           out.data_ptr(), scratch.data_ptr(), need)
-    ls_gather = lambda i: torch.log_softmax(xs[i], -1).gather(-1, t[:, None])[:, 0]  # noqa: E731
-    gather_lse = lambda i: xs[i].gather(-1, t[:, None])[:, 0] - torch.logsumexp(xs[i], -1)  # noqa: E731
-    r = {"rows": rows, "vocab": vocab, "dtype": dtype, "bytes": nbytes, "copies": copies,
-         "ours_ms": timed(ours, copies, reps)}
+    ours = lambda i: lib.logprob_rows_cuda(
+        dtype,
+        xs[i].data_ptr(),
+        rows,
+        vocab,
+        vocab,
+        t.data_ptr(),  # noqa: E731
+        out.data_ptr(),
+        scratch.data_ptr(),
+        need,
+    )
+
+    def ls_gather(i):
+        return torch.log_softmax(xs[i], -1).gather(-1, t[:, None])[:, 0]
+
+    def gather_lse(i):
+        return xs[i].gather(-1, t[:, None])[:, 0] - torch.logsumexp(xs[i], -1)
+
+    r = {
+        "rows": rows,
+        "vocab": vocab,
+        "dtype": dtype,
+        "bytes": nbytes,
+        "copies": copies,
+        "ours_ms": timed(ours, copies, reps),
+    }
     ours(0)
     torch.cuda.synchronize()
     got = out.clone()
@@ -116,17 +140,49 @@ def plot(res, path):
     axes = np.atleast_1d(axes)
     for ax, v in zip(axes, vocabs):
         for dtype, style in (("f32", "-"), ("bf16", "--")):
-            runs = sorted((r for r in res["runs"] if r["vocab"] == v and r["dtype"] == dtype), key=lambda r: r["rows"])
+            runs = sorted(
+                (r for r in res["runs"] if r["vocab"] == v and r["dtype"] == dtype),
+                key=lambda r: r["rows"],
+            )
             if not runs:
                 continue
             rows = [r["rows"] for r in runs]
-            ax.loglog(rows, [r["ours_ms"] for r in runs], style, color="C0", marker="o", ms=3, label="ours " + dtype)
-            ax.loglog(rows, [r["torch_log_softmax_gather_ms"] for r in runs], style, color="C1", marker="s", ms=3,
-                      label="torch log_softmax+gather " + dtype)
-            ax.loglog(rows, [r["torch_gather_logsumexp_ms"] for r in runs], style, color="C2", marker="^", ms=3,
-                      label="torch gather-logsumexp " + dtype)
+            ax.loglog(
+                rows,
+                [r["ours_ms"] for r in runs],
+                style,
+                color="C0",
+                marker="o",
+                ms=3,
+                label="ours " + dtype,
+            )
+            ax.loglog(
+                rows,
+                [r["torch_log_softmax_gather_ms"] for r in runs],
+                style,
+                color="C1",
+                marker="s",
+                ms=3,
+                label="torch log_softmax+gather " + dtype,
+            )
+            ax.loglog(
+                rows,
+                [r["torch_gather_logsumexp_ms"] for r in runs],
+                style,
+                color="C2",
+                marker="^",
+                ms=3,
+                label="torch gather-logsumexp " + dtype,
+            )
             if "floor_ms" in runs[0]:
-                ax.loglog(rows, [r["floor_ms"] for r in runs], style, color="gray", lw=1, label="read floor " + dtype)
+                ax.loglog(
+                    rows,
+                    [r["floor_ms"] for r in runs],
+                    style,
+                    color="gray",
+                    lw=1,
+                    label="read floor " + dtype,
+                )
         ax.set_title("vocab %d" % v, fontsize=9)
         ax.set_xlabel("rows")
         ax.grid(True, which="both", alpha=0.3)
@@ -138,19 +194,34 @@ def plot(res, path):
 
 
 def markdown(res):
-    lines = ["# Token log-probabilities on the GPU", "",
-             "Machine: " + ", ".join("%s %s" % (k, v) for k, v in res["machine"].items()) +
-             ". Read bandwidth (torch.sum, 1 GiB) %.2f TB/s. ms per call, CUDA events, median of %d."
-             % ((res["read_bytes_per_ms"] or 0) / 1e9, res["reps"]), "",
-             "| dtype | rows | vocab | ours ms | x floor | torch ls+gather ms | torch gather-lse ms | "
-             "speedup vs ls+gather | ours max err | torch ls+gather max err |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Token log-probabilities on the GPU",
+        "",
+        "Machine: "
+        + ", ".join("%s %s" % (k, v) for k, v in res["machine"].items())
+        + ". Read bandwidth (torch.sum, 1 GiB) %.2f TB/s. ms per call, CUDA events, median of %d."
+        % ((res["read_bytes_per_ms"] or 0) / 1e9, res["reps"]),
+        "",
+        "| dtype | rows | vocab | ours ms | x floor | torch ls+gather ms | torch gather-lse ms | "
+        "speedup vs ls+gather | ours max err | torch ls+gather max err |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in res["runs"]:
-        lines.append("| %s | %d | %d | %.4f | %s | %.4f | %.4f | %.1fx | %.1e | %.1e |" % (
-            r["dtype"], r["rows"], r["vocab"], r["ours_ms"],
-            "%.2f" % r["ours_vs_floor"] if "ours_vs_floor" in r else "-",
-            r["torch_log_softmax_gather_ms"], r["torch_gather_logsumexp_ms"], r["speedup_vs_log_softmax_gather"],
-            r["ours_max_abs_err"], r["torch_log_softmax_gather_max_abs_err"]))
+        lines.append(
+            "| %s | %d | %d | %.4f | %s | %.4f | %.4f | %.1fx | %.1e | %.1e |"
+            % (
+                r["dtype"],
+                r["rows"],
+                r["vocab"],
+                r["ours_ms"],
+                "%.2f" % r["ours_vs_floor"] if "ours_vs_floor" in r else "-",
+                r["torch_log_softmax_gather_ms"],
+                r["torch_gather_logsumexp_ms"],
+                r["speedup_vs_log_softmax_gather"],
+                r["ours_max_abs_err"],
+                r["torch_log_softmax_gather_max_abs_err"],
+            )
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -167,18 +238,37 @@ def main():
         sys.exit("logprob_bench: needs a GPU (and torch with CUDA)")
     torch.manual_seed(0)
     bw = read_bandwidth()
-    res = {"benchmark": "logprob_bench", "machine": pc.machine(gpu=True), "read_bytes_per_ms": bw,
-           "reps": args.reps, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "runs": []}
+    res = {
+        "benchmark": "logprob_bench",
+        "machine": pc.machine(gpu=True),
+        "read_bytes_per_ms": bw,
+        "reps": args.reps,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "runs": [],
+    }
     for dtype in args.dtypes.split(","):
         for v in [int(s) for s in args.vocab.split(",")]:
             for rows in [int(s) for s in args.rows.split(",")]:
                 r = bench_one(lib, rows, v, dtype, args.reps, bw)
                 res["runs"].append(r)
-                print("%-4s rows %5d vocab %6d: ours %.4f ms (%.2fx floor)  torch ls+gather %.4f  gather-lse %.4f"
-                      "  | err ours %.1e torch %.1e | refs agree %.1e"
-                      % (dtype, rows, v, r["ours_ms"], r.get("ours_vs_floor", float("nan")),
-                         r["torch_log_softmax_gather_ms"], r["torch_gather_logsumexp_ms"], r["ours_max_abs_err"],
-                         r["torch_log_softmax_gather_max_abs_err"], r["fp64_refs_max_diff"]), flush=True)
+                print(
+                    "%-4s rows %5d vocab %6d: ours %.4f ms (%.2fx floor)  torch ls+gather %.4f  "
+                    "gather-lse %.4f"
+                    "  | err ours %.1e torch %.1e | refs agree %.1e"
+                    % (
+                        dtype,
+                        rows,
+                        v,
+                        r["ours_ms"],
+                        r.get("ours_vs_floor", float("nan")),
+                        r["torch_log_softmax_gather_ms"],
+                        r["torch_gather_logsumexp_ms"],
+                        r["ours_max_abs_err"],
+                        r["torch_log_softmax_gather_max_abs_err"],
+                        r["fp64_refs_max_diff"],
+                    ),
+                    flush=True,
+                )
     base = pc.current_base("logprob_bench", pc.machine_name(res["machine"]))
     pc.write_json(base + ".json", res)
     plot(res, base + ".png")

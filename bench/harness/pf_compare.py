@@ -10,8 +10,10 @@ numpy's result. pfilter reports its own LSE time per step. All one thread.
 
     bench/harness/pf_compare.py [build-dir] [--particles 1000,10000,100000,1000000] [--steps 30]
 
-Writes bench/results/current/pf_compare_<machine>.json, .png (time per LSE call vs particle count) and .md.
+Writes bench/results/current/pf_compare_<machine>.json, .png (time per LSE call vs particle count)
+and .md.
 """
+
 import argparse
 import json
 import os
@@ -44,10 +46,19 @@ def python_filter(n, steps, seed, torch):
         libs["torch"] = lambda lw: torch.logsumexp(torch.from_numpy(lw), 0).item()
     times = {k: [] for k in libs}
     for t in range(1, steps + 1):
-        x_true = 0.5 * x_true + 25 * x_true / (1 + x_true ** 2) + 8 * np.cos(1.2 * t) + rng.normal(0, np.sqrt(10))
-        y = x_true ** 2 / 20 + rng.normal()
-        x = (0.5 * x + 25 * x / (1 + x * x) + 8 * np.cos(1.2 * t)
-             + rng.normal(0, np.sqrt(10), n).astype(np.float32)).astype(np.float32)
+        x_true = (
+            0.5 * x_true
+            + 25 * x_true / (1 + x_true**2)
+            + 8 * np.cos(1.2 * t)
+            + rng.normal(0, np.sqrt(10))
+        )
+        y = x_true**2 / 20 + rng.normal()
+        x = (
+            0.5 * x
+            + 25 * x / (1 + x * x)
+            + 8 * np.cos(1.2 * t)
+            + rng.normal(0, np.sqrt(10), n).astype(np.float32)
+        ).astype(np.float32)
         lw = (-0.5 * (y - x * x / 20) ** 2).astype(np.float32)
         results = {}
         for name, f in libs.items():
@@ -62,9 +73,23 @@ def python_filter(n, steps, seed, torch):
 
 
 def ours(build, n, steps, kernel, seed):
-    out = subprocess.run([os.path.join(build, "pfilter"), "--particles", str(n), "--steps", str(steps),
-                          "--kernel", kernel, "--seed", str(seed), "--json"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            os.path.join(build, "pfilter"),
+            "--particles",
+            str(n),
+            "--steps",
+            str(steps),
+            "--kernel",
+            kernel,
+            "--seed",
+            str(seed),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -74,8 +99,13 @@ def plot(res, path):
         return False
     ns = [r["particles"] for r in res["runs"]]
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    series = [("ours int", "int_ms", "o-"), ("ours fuse", "fuse_ms", "s-"), ("numpy max-shift", "numpy_ms", "^--"),
-              ("scipy logsumexp", "scipy_ms", "v--"), ("torch.logsumexp", "torch_ms", "d--")]
+    series = [
+        ("ours int", "int_ms", "o-"),
+        ("ours fuse", "fuse_ms", "s-"),
+        ("numpy max-shift", "numpy_ms", "^--"),
+        ("scipy logsumexp", "scipy_ms", "v--"),
+        ("torch.logsumexp", "torch_ms", "d--"),
+    ]
     for label, key, style in series:
         if all(key in r for r in res["runs"]):
             ax.loglog(ns, [r[key] * 1e3 for r in res["runs"]], style, label=label)
@@ -97,12 +127,21 @@ def main():
     args = ap.parse_args()
     try:
         import torch
+
         torch.set_num_threads(1)
     except ImportError:
         torch = None
-    res = {"benchmark": "pf_compare", "machine": pc.machine(), "steps": args.steps, "seed": args.seed,
-           "threads": 1, "scipy": scipy.__version__, "torch": torch.__version__ if torch else None,
-           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "runs": []}
+    res = {
+        "benchmark": "pf_compare",
+        "machine": pc.machine(),
+        "steps": args.steps,
+        "seed": args.seed,
+        "threads": 1,
+        "scipy": scipy.__version__,
+        "torch": torch.__version__ if torch else None,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "runs": [],
+    }
     for n in [int(s) for s in args.particles.split(",")]:
         row = {"particles": n}
         for k in ("int", "fuse"):
@@ -121,32 +160,77 @@ def main():
                 row["int_speedup_vs_" + lib] = row[lib + "_ms"] / row["int_ms"]
                 row["fuse_speedup_vs_" + lib] = row[lib + "_ms"] / row["fuse_ms"]
         res["runs"].append(row)
-        print("N=%-8d int %.4f ms  fuse %.4f ms  numpy %.4f ms  scipy %.4f ms%s | int vs numpy %.1fx, vs scipy %.1fx"
-              % (n, row["int_ms"], row["fuse_ms"], row["numpy_ms"], row["scipy_ms"],
-                 "  torch %.4f ms" % row["torch_ms"] if "torch_ms" in row else "",
-                 row["int_speedup_vs_numpy"], row["int_speedup_vs_scipy"]), flush=True)
+        print(
+            "N=%-8d int %.4f ms  fuse %.4f ms  numpy %.4f ms  scipy %.4f ms%s | int vs numpy "
+            "%.1fx, vs scipy %.1fx"
+            % (
+                n,
+                row["int_ms"],
+                row["fuse_ms"],
+                row["numpy_ms"],
+                row["scipy_ms"],
+                "  torch %.4f ms" % row["torch_ms"] if "torch_ms" in row else "",
+                row["int_speedup_vs_numpy"],
+                row["int_speedup_vs_scipy"],
+            ),
+            flush=True,
+        )
     base = pc.current_base("pf_compare", pc.machine_name(res["machine"]))
     pc.write_json(base + ".json", res)
     res["plot"] = plot(res, base + ".png")
-    lines = ["# Particle filter: time per LSE call", "",
-             "Machine: %s (%d cores; %s), numpy %s, scipy %s, torch %s. One thread, %d steps, seed %d; "
-             "times are medians over steps of one LSE call on that step's float32 log-weights."
-             % (res["machine"]["cpu"], res["machine"]["cores"], " ".join(res["machine"]["cpu_flags"]),
-                res["machine"]["numpy"], res["scipy"], res["torch"] or "not installed", args.steps, args.seed),
-             "", "| particles | int ms | fuse ms | numpy ms | scipy ms | torch ms | int vs numpy | int vs scipy "
-             "| int vs torch | int LSE abs err | fuse LSE abs err | int RMSE (ref) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Particle filter: time per LSE call",
+        "",
+        "Machine: %s (%d cores; %s), numpy %s, scipy %s, torch %s. One thread, %d steps, seed %d; "
+        "times are medians over steps of one LSE call on that step's float32 log-weights."
+        % (
+            res["machine"]["cpu"],
+            res["machine"]["cores"],
+            " ".join(res["machine"]["cpu_flags"]),
+            res["machine"]["numpy"],
+            res["scipy"],
+            res["torch"] or "not installed",
+            args.steps,
+            args.seed,
+        ),
+        "",
+        "| particles | int ms | fuse ms | numpy ms | scipy ms | torch ms | int vs numpy | int vs "
+        "scipy "
+        "| int vs torch | int LSE abs err | fuse LSE abs err | int RMSE (ref) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in res["runs"]:
-        lines.append("| %d | %.4f | %.4f | %.4f | %.4f | %s | %.1fx | %.1fx | %s | %.1e | %.1e | %.3f (%.3f) |"
-                     % (r["particles"], r["int_ms"], r["fuse_ms"], r["numpy_ms"], r["scipy_ms"],
-                        "%.4f" % r["torch_ms"] if "torch_ms" in r else "-",
-                        r["int_speedup_vs_numpy"], r["int_speedup_vs_scipy"],
-                        "%.1fx" % r["int_speedup_vs_torch"] if "torch_ms" in r else "-",
-                        r["int_lse_abs_err"], r["fuse_lse_abs_err"], r["int_rmse"], r["rmse_ref"]))
-    lines += ["", "Paper (Xeon Gold 6134): IntLSE 1.5-2.1x faster than NumPy, 9.1-15.4x than SciPy, "
-              "2.8-5.2x than PyTorch per LSE call.", ""]
+        lines.append(
+            "| %d | %.4f | %.4f | %.4f | %.4f | %s | %.1fx | %.1fx | %s | %.1e | %.1e | %.3f "
+            "(%.3f) |"
+            % (
+                r["particles"],
+                r["int_ms"],
+                r["fuse_ms"],
+                r["numpy_ms"],
+                r["scipy_ms"],
+                "%.4f" % r["torch_ms"] if "torch_ms" in r else "-",
+                r["int_speedup_vs_numpy"],
+                r["int_speedup_vs_scipy"],
+                "%.1fx" % r["int_speedup_vs_torch"] if "torch_ms" in r else "-",
+                r["int_lse_abs_err"],
+                r["fuse_lse_abs_err"],
+                r["int_rmse"],
+                r["rmse_ref"],
+            )
+        )
+    lines += [
+        "",
+        "Paper (Xeon Gold 6134): IntLSE 1.5-2.1x faster than NumPy, 9.1-15.4x than SciPy, "
+        "2.8-5.2x than PyTorch per LSE call.",
+        "",
+    ]
     pc.write_text(base + ".md", "\n".join(lines))
-    print("wrote", base + ".json", "(+ .md, .png)" if res["plot"] else "(+ .md; no matplotlib: no plot)")
+    print(
+        "wrote",
+        base + ".json",
+        "(+ .md, .png)" if res["plot"] else "(+ .md; no matplotlib: no plot)",
+    )
 
 
 if __name__ == "__main__":

@@ -84,7 +84,7 @@ static inline void lab_check(const char *what, const double *ref, const double *
 }
 
 /* C = A B in double, C(i, j) = sum_k A(i, k) B(k, j) for i < M, j < N, k < K, where X(r, c) is
- * X[r * X_rs + c * X_cs]: one helper for row- and column-major operands. */
+ * X[r * X_rs + c * X_cs]: one function for row- and column-major operands. */
 static inline void lab_gemm_ref(int64_t M, int64_t N, int64_t K, const double *A, int64_t a_rs,
                                 int64_t a_cs, const double *B, int64_t b_rs, int64_t b_cs,
                                 double *C, int64_t c_rs, int64_t c_cs) {

@@ -77,7 +77,7 @@ template <> struct dmma<16, 4> {
                      : "d"(a[0]), "d"(a[1]), "d"(b[0]));
     }
 };
-/* The engine's helper, whose rows g and g + 8 are separate arrays: a0[j] = a[2 j], a1[j] =
+/* The engine's mma function, whose rows g and g + 8 are separate arrays: a0[j] = a[2 j], a1[j] =
  * a[2 j + 1], d0 = d[0 .. 1], d1 = d[2 .. 3]. */
 template <int K> struct dmma16 {
     static __device__ __forceinline__ void run(double (&d)[4], const double (&a)[K / 2],

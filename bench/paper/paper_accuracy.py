@@ -19,6 +19,7 @@ as peers. GPU (when present, through torch tensors): pc_lse_rows_cuda and torch.
 
 Writes bench/results/current/paper_accuracy_{cpu,cuda}_<machine>.json, .png and .md.
 """
+
 import os
 import sys
 import time
@@ -71,14 +72,18 @@ def fp64_lse(x):
     m = np.max(x, axis=1, keepdims=True)
     safe = np.where(np.isfinite(m), m, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (safe[:, 0] + np.log(np.exp(x - safe).sum(axis=1)))
+        return safe[:, 0] + np.log(np.exp(x - safe).sum(axis=1))
 
 
 def stats(err):
     err = np.abs(err[np.isfinite(err)])
     if err.size == 0:
         return {"p95": None, "mean": None, "max": None}
-    return {"p95": float(np.percentile(err, 95)), "mean": float(err.mean()), "max": float(err.max())}
+    return {
+        "p95": float(np.percentile(err, 95)),
+        "mean": float(err.mean()),
+        "max": float(err.max()),
+    }
 
 
 def cpu_errors(lib, x32, torch):
@@ -114,7 +119,9 @@ def gpu_errors(lib, x32, torch):
         need = lib.lse_rows_cuda(k, d, d_x.data_ptr(), rows, cols, cols, d_out.data_ptr(), None, 0)
         scratch = torch.empty(max(need, 16), dtype=torch.uint8, device="cuda")
         d_out.fill_(float("nan"))
-        lib.lse_rows_cuda(k, d, d_x.data_ptr(), rows, cols, cols, d_out.data_ptr(), scratch.data_ptr(), need)
+        lib.lse_rows_cuda(
+            k, d, d_x.data_ptr(), rows, cols, cols, d_out.data_ptr(), scratch.data_ptr(), need
+        )
         torch.cuda.synchronize()
         got = d_out.cpu().double().numpy()
         out["%s-%s" % (k, d)] = {"kernel": stats(got - own_ref), "total": stats(got - total_ref)}
@@ -129,14 +136,29 @@ def gpu_errors(lib, x32, torch):
 def run(device, lib, torch, rows, cols):
     f = cpu_errors if device == "cpu" else gpu_errors
     rng = np.random.default_rng(7)
-    res = {"benchmark": "paper_accuracy", "device": device, "machine": pc.machine(gpu=device == "cuda"),
-           "rows": rows, "cols": cols, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-           "distributions": {}, "sweep": {}}
+    res = {
+        "benchmark": "paper_accuracy",
+        "device": device,
+        "machine": pc.machine(gpu=device == "cuda"),
+        "rows": rows,
+        "cols": cols,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "distributions": {},
+        "sweep": {},
+    }
     for name in DISTS:
-        res["distributions"][name] = f(lib, distribution(name, rows, cols, rng).astype(np.float32), torch)
-        print("%s %-18s " % (device, name) + "  ".join(
-            "%s %.1e" % (k, v["kernel"]["p95"]) for k, v in res["distributions"][name].items()
-            if v["kernel"]["p95"] is not None and not k.startswith("ref")), flush=True)
+        res["distributions"][name] = f(
+            lib, distribution(name, rows, cols, rng).astype(np.float32), torch
+        )
+        print(
+            "%s %-18s " % (device, name)
+            + "  ".join(
+                "%s %.1e" % (k, v["kernel"]["p95"])
+                for k, v in res["distributions"][name].items()
+                if v["kernel"]["p95"] is not None and not k.startswith("ref")
+            ),
+            flush=True,
+        )
     for name in ("U(-1,0)", "U(-10,0)"):
         res["sweep"][name] = {}
         for n in SWEEP_COLS:
@@ -166,17 +188,27 @@ def plot(res, path):
         sweep = res["sweep"][name]
         ns = sorted(int(n) for n in sweep)
         for i, impl in enumerate(impls):
-            pts = [(n, sweep[n][impl]["kernel"]["p95"]) for n in ns if sweep[n][impl]["kernel"]["p95"]]
+            pts = [
+                (n, sweep[n][impl]["kernel"]["p95"]) for n in ns if sweep[n][impl]["kernel"]["p95"]
+            ]
             if pts:
-                a2.loglog(*zip(*pts), style, color=colors[i % len(colors)], marker="o", ms=3,
-                          label="%s %s" % (impl, name))
+                a2.loglog(
+                    *zip(*pts),
+                    style,
+                    color=colors[i % len(colors)],
+                    marker="o",
+                    ms=3,
+                    label="%s %s" % (impl, name),
+                )
     a2.set_xlabel("N (B = 64)")
     a2.set_ylabel("p95 |LSE - FP64 LSE of the same input| (nats)")
     a2.set_title("error vs N", fontsize=9)
     a2.grid(True, which="both", alpha=0.3)
     a2.legend(fontsize=5, ncol=2)
     m = res["machine"]
-    fig.suptitle("LSE accuracy vs FP64, %s: %s" % (res["device"], m.get("gpu", m["cpu"])), fontsize=10)
+    fig.suptitle(
+        "LSE accuracy vs FP64, %s: %s" % (res["device"], m.get("gpu", m["cpu"])), fontsize=10
+    )
     pc.save_png(fig, path)
     return True
 
@@ -185,24 +217,38 @@ def markdown(res):
     dists = list(res["distributions"])
     impls = list(res["distributions"][dists[0]])
     fmt = lambda v: "-" if v is None else "%.1e" % v  # noqa: E731
-    lines = ["# LSE accuracy vs FP64 (%s)" % res["device"], "",
-             "Machine: " + ", ".join("%s %s" % (k, v) for k, v in res["machine"].items()) +
-             ". B = %d, N = %d. Cells: p95 |error| in nats, `kernel` (vs FP64 of the same input bits) / "
-             "`total` (vs FP64 of the float32 input)." % (res["rows"], res["cols"]), "",
-             "| impl | " + " | ".join(dists) + " |", "|---" * (len(dists) + 1) + "|"]
+    lines = [
+        "# LSE accuracy vs FP64 (%s)" % res["device"],
+        "",
+        "Machine: "
+        + ", ".join("%s %s" % (k, v) for k, v in res["machine"].items())
+        + ". B = %d, N = %d. Cells: p95 |error| in nats, `kernel` (vs FP64 of the same input "
+        "bits) / `total` (vs FP64 of the float32 input)." % (res["rows"], res["cols"]),
+        "",
+        "| impl | " + " | ".join(dists) + " |",
+        "|---" * (len(dists) + 1) + "|",
+    ]
     for impl in impls:
         cells = []
         for d in dists:
             e = res["distributions"][d][impl]
-            cells.append(fmt(e["kernel"]["p95"]) + (" / " + fmt(e["total"]["p95"]) if "total" in e else ""))
+            cells.append(
+                fmt(e["kernel"]["p95"]) + (" / " + fmt(e["total"]["p95"]) if "total" in e else "")
+            )
         lines.append("| %s | %s |" % (impl, " | ".join(cells)))
     lines += ["", "Error vs N (B = 64, p95 `kernel` error):", ""]
     for name, sweep in res["sweep"].items():
         ns = sorted(int(n) for n in sweep)
-        lines += ["%s:" % name, "", "| impl | " + " | ".join("N=%d" % n for n in ns) + " |",
-                  "|---" * (len(ns) + 1) + "|"]
+        lines += [
+            "%s:" % name,
+            "",
+            "| impl | " + " | ".join("N=%d" % n for n in ns) + " |",
+            "|---" * (len(ns) + 1) + "|",
+        ]
         for impl in impls:
-            lines.append("| %s | %s |" % (impl, " | ".join(fmt(sweep[n][impl]["kernel"]["p95"]) for n in ns)))
+            lines.append(
+                "| %s | %s |" % (impl, " | ".join(fmt(sweep[n][impl]["kernel"]["p95"]) for n in ns))
+            )
         lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -225,6 +271,7 @@ def main():
     lib = pc.Lib(args.build)
     try:
         import torch
+
         torch.set_num_threads(1)
     except ImportError:
         torch = None

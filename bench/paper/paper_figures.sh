@@ -12,7 +12,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
 part=${2:-}
 for f in "$build/lsebench" "$build/src/libpcinfer.so"; do
-  [ -e "$f" ] || { echo "paper_figures: $f is missing; build first (make build BUILD=$build)" >&2; exit 1; }
+  [ -e "$f" ] || {
+    echo "paper_figures: $f is missing; build first (make build BUILD=$build)" >&2
+    exit 1
+  }
 done
 python3 "$here/paper_timing.py" "$build" $part
 python3 "$here/paper_accuracy.py" "$build" $part

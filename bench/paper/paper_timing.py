@@ -14,6 +14,7 @@ host reference for every configuration, too slow to sweep every GPU shape within
 Without --cpu/--gpu: the CPU always, the GPU when pc_cuda_available(). Writes
 bench/results/current/paper_timing_{cpu,cuda}_<machine>.json, .png and .md.
 """
+
 import json
 import os
 import subprocess
@@ -33,8 +34,22 @@ RANGE = "-10,0"
 
 
 def lsebench(build, device, kernel, dtype, cols, threads):
-    cmd = [os.path.join(build, "lsebench"), "--device", device, "--kernel", kernel, "--dtype", dtype,
-           "--rows", str(ROWS), "--cols", str(cols), "--range", RANGE, "--json"]
+    cmd = [
+        os.path.join(build, "lsebench"),
+        "--device",
+        device,
+        "--kernel",
+        kernel,
+        "--dtype",
+        dtype,
+        "--rows",
+        str(ROWS),
+        "--cols",
+        str(cols),
+        "--range",
+        RANGE,
+        "--json",
+    ]
     if device == "cpu":
         cmd += ["--threads", str(threads)]
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -56,8 +71,11 @@ def median_time(f, budget_s=0.6, max_reps=50):
 
 def cpu_peers(x, torch):
     import scipy.special
+
     peers = {
-        "numpy": lambda: (lambda m: m[:, 0] + np.log(np.exp(x - m).sum(axis=1)))(x.max(axis=1, keepdims=True)),
+        "numpy": lambda: (lambda m: m[:, 0] + np.log(np.exp(x - m).sum(axis=1)))(
+            x.max(axis=1, keepdims=True)
+        ),
         "scipy": lambda: scipy.special.logsumexp(x, axis=1),
     }
     if torch is not None:
@@ -67,15 +85,29 @@ def cpu_peers(x, torch):
 
 
 def run_cpu(args, torch):
-    res = {"benchmark": "paper_timing", "device": "cpu", "machine": pc.machine(), "rows": ROWS,
-           "range": RANGE, "threads": args.threads, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-           "points": []}
+    res = {
+        "benchmark": "paper_timing",
+        "device": "cpu",
+        "machine": pc.machine(),
+        "rows": ROWS,
+        "range": RANGE,
+        "threads": args.threads,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "points": [],
+    }
     rng = np.random.default_rng(1)
     for n in args.cols:
         x = rng.uniform(-10, 0, (ROWS, n)).astype(np.float32)
         for name, ms in cpu_peers(x, torch).items():
-            res["points"].append({"impl": name, "dtype": "f32", "cols": n, "ms": ms,
-                                  "ns_per_elem": ms * 1e6 / (ROWS * n)})
+            res["points"].append(
+                {
+                    "impl": name,
+                    "dtype": "f32",
+                    "cols": n,
+                    "ms": ms,
+                    "ns_per_elem": ms * 1e6 / (ROWS * n),
+                }
+            )
         del x
         variants = VARIANTS + ([("ref", "f32")] if n <= 8192 else [])
         for k, d in variants:
@@ -85,8 +117,16 @@ def run_cpu(args, torch):
                 p["ns_per_elem"] = r["ns_per_elem"]
                 p["ms"] = r["ns_per_elem"] * ROWS * n * 1e-6
             res["points"].append(p)
-        print("cpu N=%-7d " % n + "  ".join("%s %.3g" % (p["impl"], p.get("ns_per_elem", float("nan")))
-                                            for p in res["points"] if p["cols"] == n) + " ns/elem", flush=True)
+        print(
+            "cpu N=%-7d " % n
+            + "  ".join(
+                "%s %.3g" % (p["impl"], p.get("ns_per_elem", float("nan")))
+                for p in res["points"]
+                if p["cols"] == n
+            )
+            + " ns/elem",
+            flush=True,
+        )
     return res
 
 
@@ -128,10 +168,18 @@ def gpu_input(torch, x, dtype):
 def run_gpu(args, torch, lib):
     """Our variants and torch timed the same way (CUDA events around one call from Python, a GPU
     sleep queued first); lsebench (C, its own events) at N = 128256 as a cross-check."""
-    res = {"benchmark": "paper_timing", "device": "cuda", "machine": pc.machine(gpu=True), "rows": ROWS,
-           "range": RANGE, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "points": [],
-           "method": "CUDA events around one call, median of 30 after 3 warm-up calls; inputs under 256 MB "
-                     "rotate over copies; lsebench-* points are lsebench --json (C, CUDA events)"}
+    res = {
+        "benchmark": "paper_timing",
+        "device": "cuda",
+        "machine": pc.machine(gpu=True),
+        "rows": ROWS,
+        "range": RANGE,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "points": [],
+        "method": "CUDA events around one call, median of 30 after 3 warm-up calls; inputs under "
+        "256 MB "
+        "rotate over copies; lsebench-* points are lsebench --json (C, CUDA events)",
+    }
     bw = read_bandwidth(torch)
     res["read_bytes_per_ms"] = bw
     out = torch.empty(ROWS, device="cuda")
@@ -142,10 +190,26 @@ def run_gpu(args, torch, lib):
             xs = [gpu_input(torch, b, d) for b in base]
             need = lib.lse_rows_cuda(k, d, xs[0].data_ptr(), ROWS, n, n, out.data_ptr(), None, 0)
             scratch = torch.empty(max(need, 16), dtype=torch.uint8, device="cuda")
-            call = lambda i: lib.lse_rows_cuda(k, d, xs[i % copies].data_ptr(), ROWS, n, n,  # noqa: E731
-                                               out.data_ptr(), scratch.data_ptr(), need)
-            res["points"].append({"impl": "%s-%s" % (k, d), "kernel": k, "dtype": d, "cols": n,
-                                  "ms": cuda_time(torch, call)})
+            call = lambda i: lib.lse_rows_cuda(
+                k,
+                d,
+                xs[i % copies].data_ptr(),
+                ROWS,
+                n,
+                n,  # noqa: E731
+                out.data_ptr(),
+                scratch.data_ptr(),
+                need,
+            )
+            res["points"].append(
+                {
+                    "impl": "%s-%s" % (k, d),
+                    "kernel": k,
+                    "dtype": d,
+                    "cols": n,
+                    "ms": cuda_time(torch, call),
+                }
+            )
             del xs, scratch
         for d, tdt in (("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)):
             xs = [b.to(tdt) for b in base]
@@ -155,14 +219,32 @@ def run_gpu(args, torch, lib):
         del base
         torch.cuda.empty_cache()
         for d, size in (("f32", 4), ("f16", 2)):
-            res["points"].append({"impl": "read-floor-" + d, "dtype": d, "cols": n, "ms": ROWS * n * size / bw})
+            res["points"].append(
+                {"impl": "read-floor-" + d, "dtype": d, "cols": n, "ms": ROWS * n * size / bw}
+            )
         if n == 128256:
             for k, d in VARIANTS:
                 r = lsebench(args.build, "cuda", k, d, n, 1)
-                res["points"].append({"impl": "lsebench-%s-%s" % (k, d), "kernel": k, "dtype": d, "cols": n,
-                                      "lsebench": r, **({"ms": r["ms"]} if "ms" in r else {})})
-        print("gpu N=%-7d " % n + "  ".join("%s %.4f" % (p["impl"], p.get("ms", float("nan")))
-                                            for p in res["points"] if p["cols"] == n) + " ms", flush=True)
+                res["points"].append(
+                    {
+                        "impl": "lsebench-%s-%s" % (k, d),
+                        "kernel": k,
+                        "dtype": d,
+                        "cols": n,
+                        "lsebench": r,
+                        **({"ms": r["ms"]} if "ms" in r else {}),
+                    }
+                )
+        print(
+            "gpu N=%-7d " % n
+            + "  ".join(
+                "%s %.4f" % (p["impl"], p.get("ms", float("nan")))
+                for p in res["points"]
+                if p["cols"] == n
+            )
+            + " ms",
+            flush=True,
+        )
     return res
 
 
@@ -176,11 +258,17 @@ def plot(res, path, unit_ns):
         if p["impl"] not in impls:
             impls.append(p["impl"])
     for impl in impls:
-        pts = [(p["cols"], p["ns_per_elem"] if unit_ns else p["ms"]) for p in res["points"]
-               if p["impl"] == impl and ("ns_per_elem" if unit_ns else "ms") in p]
+        pts = [
+            (p["cols"], p["ns_per_elem"] if unit_ns else p["ms"])
+            for p in res["points"]
+            if p["impl"] == impl and ("ns_per_elem" if unit_ns else "ms") in p
+        ]
         if pts:
-            style = ":" if impl.startswith("read-floor") else ("--" if impl.split("-")[0] in
-                                                                ("numpy", "scipy", "torch") else "-")
+            style = (
+                ":"
+                if impl.startswith("read-floor")
+                else ("--" if impl.split("-")[0] in ("numpy", "scipy", "torch") else "-")
+            )
             ax.loglog(*zip(*pts), style, marker="o", ms=3, label=impl)
     ax.set_xlabel("N (columns), B = %d rows" % ROWS)
     ax.set_ylabel("ns per element" if unit_ns else "ms per call (median)")
@@ -199,11 +287,17 @@ def table(res, unit_ns):
         if p["impl"] not in impls:
             impls.append(p["impl"])
     key = "ns_per_elem" if unit_ns else "ms"
-    lines = ["| impl | " + " | ".join("N=%d" % c for c in cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    lines = [
+        "| impl | " + " | ".join("N=%d" % c for c in cols) + " |",
+        "|---" * (len(cols) + 1) + "|",
+    ]
     for impl in impls:
         vals = {p["cols"]: p.get(key) for p in res["points"] if p["impl"] == impl}
-        lines.append("| %s | " % impl + " | ".join("%.4g" % vals[c] if vals.get(c) is not None else "-"
-                                                 for c in cols) + " |")
+        lines.append(
+            "| %s | " % impl
+            + " | ".join("%.4g" % vals[c] if vals.get(c) is not None else "-" for c in cols)
+            + " |"
+        )
     return lines
 
 
@@ -212,11 +306,21 @@ def write(res, unit_ns):
     base = pc.result_base("paper_timing", res)
     pc.write_json(base + ".json", res)
     res["plot"] = plot(res, base + ".png", unit_ns)
-    head = ["# Row-wise LSE time vs N, B = %d, %s" % (ROWS, res["device"]), "",
-            "Machine: " + ", ".join("%s %s" % (k, v) for k, v in m.items()) + ". Inputs U(%s). %s" % (
-                res["range"], "ns per element (lower is better); one thread." if unit_ns else
-                "ms per call, CUDA events, median; read floor = bytes / torch.sum read bandwidth "
-                "(%.2f TB/s in this run)." % ((res.get("read_bytes_per_ms") or 0) / 1e9)), ""]
+    head = [
+        "# Row-wise LSE time vs N, B = %d, %s" % (ROWS, res["device"]),
+        "",
+        "Machine: "
+        + ", ".join("%s %s" % (k, v) for k, v in m.items())
+        + ". Inputs U(%s). %s"
+        % (
+            res["range"],
+            "ns per element (lower is better); one thread."
+            if unit_ns
+            else "ms per call, CUDA events, median; read floor = bytes / torch.sum read bandwidth "
+            "(%.2f TB/s in this run)." % ((res.get("read_bytes_per_ms") or 0) / 1e9),
+        ),
+        "",
+    ]
     pc.write_text(base + ".md", "\n".join(head + table(res, unit_ns)) + "\n")
     print("wrote", base + ".json")
 

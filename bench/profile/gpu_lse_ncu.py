@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """One fuse f32 launch at 512 x 128256 (after two warm-up launches) for an ncu profile:
    ncu --clock-control none --kernel-name regex:rows_block --launch-skip 2 --launch-count 1 \
-       --metrics dram__bytes_read.sum python3 bench/profile/gpu_lse_ncu.py --lib build/src/libpcinfer.so
+       --metrics dram__bytes_read.sum \
+       python3 bench/profile/gpu_lse_ncu.py --lib build/src/libpcinfer.so
 The input is 512 * 128256 * 4 = 262.7 MB; DRAM bytes read near that means one read."""
+
 import argparse
 import os
 import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness"))
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness")
+)
 from gpu_lse_compare import Lib  # noqa: E402
 
 ap = argparse.ArgumentParser()

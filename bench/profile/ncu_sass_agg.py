@@ -11,6 +11,7 @@ the kernel's stall reasons (cycles per issued instruction, largest first).
     ncu -i rep.ncu-rep --page raw --csv > raw.csv
     python3 bench/profile/ncu_sass_agg.py sass.csv [BLOCKS [raw.csv]]
 """
+
 import collections
 import csv
 import sys
@@ -32,7 +33,7 @@ def main():
     c_src, c_exec = cols.index("Source"), cols.index("Instructions Executed")
     c_stall = cols.index("Warp Stall Sampling (All Samples)")
     ins = []
-    for r in rows[head + 1:]:
+    for r in rows[head + 1 :]:
         try:
             n = float(r[c_exec].replace(",", ""))
             stall = float(r[c_stall].replace(",", "") or 0)
@@ -62,17 +63,22 @@ def main():
             cur = [x]
     blocks.append(cur)
     blocks.sort(key=lambda b: -sum(x[2] for x in b))
-    print("\nbasic blocks: executed %, stall %, instructions, times run, first address, top opcodes")
+    print(
+        "\nbasic blocks: executed %, stall %, instructions, times run, first address, top opcodes"
+    )
     for b in blocks[:nblocks]:
         n = sum(x[2] for x in b)
         ops = collections.Counter(opcode(x[1]) for x in b).most_common(5)
-        print(f"  {100 * n / total:5.1f} % {100 * sum(x[3] for x in b) / stalls:5.1f} % "
-              f"{len(b):5d} x{b[0][2]:<10.0f} {b[0][0]}  {ops}")
+        print(
+            f"  {100 * n / total:5.1f} % {100 * sum(x[3] for x in b) / stalls:5.1f} % "
+            f"{len(b):5d} x{b[0][2]:<10.0f} {b[0][0]}  {ops}"
+        )
 
 
 def stall_reasons(path):
-    """The raw page's per-reason stall metrics (smsp__average_warps_issue_stalled_*_per_issue_active:
-    cycles a warp spends stalled for that reason per issued instruction), largest first."""
+    """The raw page's per-reason stall metrics
+    (smsp__average_warps_issue_stalled_*_per_issue_active: cycles a warp spends stalled for that
+    reason per issued instruction), largest first."""
     rows = list(csv.reader(open(path)))
     head = next(i for i, r in enumerate(rows) if any("issue_stalled" in c for c in r))
     names, values = rows[head], rows[-1]
