@@ -13,30 +13,29 @@
 #include <string.h>
 #include <time.h>
 
-/* Which variants to run: argv[1] is a variant number 1..n, or "all". Returns 1 with the range
- * in *first..*last (1-based); 0 after listing the variants when argv[1] is missing (the caller
- * exits with 0); -1 after a message for anything else (the caller exits with 2). */
-static inline int lab_pick(int argc, char **argv, const char *const *names, int n, int *first,
-                           int *last) {
+/* Which variants to run: argv[1] is a variant number 1..n, or "all"; sets *first..*last
+ * (1-based). Without argv[1] it lists the variants and ends the program with status 0; for
+ * anything else it says what it expects and ends it with status 2. */
+static inline void lab_pick(int argc, char **argv, const char *const *names, int n, int *first,
+                            int *last) {
     if (argc < 2) {
         printf("variants of %s (run one with `%s N`, every one with `%s all`):\n", argv[0],
                argv[0], argv[0]);
         for (int i = 0; i < n; i++) printf("  %2d  %s\n", i + 1, names[i]);
-        return 0;
+        exit(0);
     }
     if (!strcmp(argv[1], "all")) {
         *first = 1, *last = n;
-        return 1;
+        return;
     }
     char *end = NULL;
     const long v = strtol(argv[1], &end, 10);
     if (end == argv[1] || *end || v < 1 || v > n) {
         fprintf(stderr, "%s: '%s' is not a variant: a number from 1 to %d, or all (run without "
                         "arguments for the list)\n", argv[0], argv[1], n);
-        return -1;
+        exit(2);
     }
     *first = *last = (int)v;
-    return 1;
 }
 
 static inline double lab_now_s(void) {

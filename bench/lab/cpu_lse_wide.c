@@ -101,8 +101,7 @@ static void check_backward(const char *isa, double lo, const float *x, const flo
 
 int main(int argc, char **argv) {
     int first, last;
-    const int picked = lab_pick(argc, argv, variants, 2, &first, &last);
-    if (picked <= 0) return picked == 0 ? 0 : 2;
+    lab_pick(argc, argv, variants, 2, &first, &last);
     if (argc < 4) {
         fprintf(stderr, "usage: %s VARIANT|all LABEL LO...\n", argv[0]);
         return 2;

@@ -211,8 +211,7 @@ static void run_variant(const sim *s, int v, int blocks, const int *gangs, int n
 
 int main(int argc, char **argv) {
     int first, last, gangs[16] = {8, 16, 32, 64}, ng = 4;
-    const int picked = lab_pick(argc, argv, variants, 2, &first, &last);
-    if (picked <= 0) return picked == 0 ? 0 : 2;
+    lab_pick(argc, argv, variants, 2, &first, &last);
     const int blocks = argc > 3 ? atoi(argv[3]) : 660;
     if (argc < 3 || blocks < 1 || (argc > 4 && (ng = parse_gangs(argv[4], gangs, 16)) < 0)) {
         fprintf(stderr, "usage: %s VARIANT|all MODEL.h5 [BLOCKS [GANGS,...]]\n", argv[0]);
