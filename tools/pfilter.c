@@ -123,7 +123,7 @@ static int filter(const options *o, pc_lse_kernel kernel, const double *obs, run
     int rc = 1;
     if (!x || !nx || !logw || !z || !w) {
         fprintf(stderr, "pfilter: out of memory for %" PRId64 " particles\n", n);
-        goto done;
+        goto fail;
     }
     pc_rng g = {o->seed};
     normals(&g, z, n);
@@ -142,7 +142,7 @@ static int filter(const options *o, pc_lse_kernel kernel, const double *obs, run
         double t1 = now_ms();
         if (pc_lse_rows(kernel, PC_F32, logw, 1, n, n, &lse, &opts) != PC_OK) {
             fprintf(stderr, "pfilter: LSE (%s): %s\n", pc_lse_kernel_name(kernel), pc_last_error());
-            goto done;
+            goto fail;
         }
         r->lse_ms[t - 1] = now_ms() - t1;
         double est = 0.0;
@@ -155,7 +155,7 @@ static int filter(const options *o, pc_lse_kernel kernel, const double *obs, run
         double t2 = now_ms(), lse_ref = 0.0, est_same = 0.0;
         if (pc_lse_rows_ref(PC_F32, logw, 1, n, n, &lse_ref) != PC_OK) {
             fprintf(stderr, "pfilter: FP64 LSE: %s\n", pc_last_error());
-            goto done;
+            goto fail;
         }
         for (int64_t i = 0; i < n; i++) est_same += exp((double)logw[i] - lse_ref) * x[i];
         r->est_same[t - 1] = est_same;
@@ -173,7 +173,7 @@ static int filter(const options *o, pc_lse_kernel kernel, const double *obs, run
         r->step_ms[t - 1] = now_ms() - t0 - side_ms;
     }
     rc = 0;
-done:
+fail:
     free(x), free(nx), free(logw), free(z), free(w);
     return rc;
 }

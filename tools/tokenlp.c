@@ -104,7 +104,8 @@ static double now_ms(void) {
     return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
-static int fail(const char *what) {
+/* Prints the library's last error after what failed; returns exit status 1. */
+static int call_failed(const char *what) {
     fprintf(stderr, "tokenlp: %s: %s\n", what, pc_last_error());
     return 1;
 }
@@ -112,7 +113,7 @@ static int fail(const char *what) {
 static int time_cpu(const args *a, const void *x, const int64_t *t, float *out, double *ms) {
     pc_lse_cpu_opts opts = {a->threads, PC_ISA_AUTO};
     if (pc_logprob_rows(a->kernel, a->dtype, x, a->rows, a->vocab, a->vocab, t, out, &opts) != PC_OK)
-        return fail("pc_logprob_rows");
+        return call_failed("pc_logprob_rows");
     for (int i = 0; i < a->reps; i++) {
         double t0 = now_ms();
         pc_logprob_rows(a->kernel, a->dtype, x, a->rows, a->vocab, a->vocab, t, out, &opts);
@@ -133,29 +134,29 @@ static int time_cuda(const args *a, const void *x, const int64_t *t, float *out,
     float *d_out = NULL;
     pc_cuda_timer *timer = NULL;
     int rc = 1;
-    if (pc_cuda_describe(name, name_len) != PC_OK) return fail("no GPU");
+    if (pc_cuda_describe(name, name_len) != PC_OK) return call_failed("no GPU");
     for (int c = 0; c < copies; c++)
         if (pc_cuda_malloc(&d_x[c], bytes) != PC_OK || pc_cuda_memcpy_h2d(d_x[c], x, bytes) != PC_OK)
-            goto done;
+            goto fail;
     if (pc_cuda_malloc((void **)&d_t, (size_t)a->rows * sizeof *t) != PC_OK ||
         pc_cuda_memcpy_h2d(d_t, t, (size_t)a->rows * sizeof *t) != PC_OK ||
         pc_cuda_malloc((void **)&d_out, (size_t)a->rows * sizeof *out) != PC_OK ||
         pc_logprob_rows_cuda(a->dtype, d_x[0], a->rows, a->vocab, a->vocab, d_t, d_out, NULL, &scratch, NULL) != PC_OK ||
         pc_cuda_malloc(&d_scratch, scratch) != PC_OK || pc_cuda_timer_create(&timer) != PC_OK)
-        goto done;
+        goto fail;
     for (int i = -1; i < a->reps; i++) {
         float e = 0.0f;
         if (pc_cuda_timer_start(timer, NULL) != PC_OK ||
             pc_logprob_rows_cuda(a->dtype, d_x[(i + copies) % copies], a->rows, a->vocab, a->vocab, d_t,
                                  d_out, d_scratch, &scratch, NULL) != PC_OK ||
             pc_cuda_timer_stop(timer, NULL) != PC_OK || pc_cuda_timer_elapsed_ms(timer, &e) != PC_OK)
-            goto done;
+            goto fail;
         if (i >= 0) ms[i] = e;
     }
-    if (pc_cuda_memcpy_d2h(out, d_out, (size_t)a->rows * sizeof *out) != PC_OK) goto done;
+    if (pc_cuda_memcpy_d2h(out, d_out, (size_t)a->rows * sizeof *out) != PC_OK) goto fail;
     rc = 0;
-done:
-    if (rc) fail("CUDA run");
+fail:
+    if (rc) call_failed("CUDA run");
     for (int c = 0; c < copies; c++) pc_cuda_free(d_x[c]);
     pc_cuda_free(d_t), pc_cuda_free(d_out), pc_cuda_free(d_scratch);
     pc_cuda_timer_free(timer);
@@ -177,7 +178,7 @@ int main(int argc, char **argv) {
     char name[256] = "cpu";
     int rc = a.cuda ? time_cuda(&a, x, t, out, ms, name, sizeof name) : time_cpu(&a, x, t, out, ms);
     if (rc) return rc;
-    if (pc_logprob_rows_ref(a.dtype, x, a.rows, a.vocab, a.vocab, t, ref) != PC_OK) return fail("reference");
+    if (pc_logprob_rows_ref(a.dtype, x, a.rows, a.vocab, a.vocab, t, ref) != PC_OK) return call_failed("reference");
     double mean_err = 0.0, max_err = 0.0;
     for (int64_t r = 0; r < a.rows; r++) {
         double e = fabs((double)out[r] - ref[r]);
