@@ -80,10 +80,10 @@ static pc_status make_order(pc_em *em) {
     const int32_t n = em->num_vars;
     int32_t *start = calloc((size_t)n + 2, sizeof *start);
     int32_t *kids = malloc((size_t)n * sizeof *kids);
+    pc_status st = PC_OK;
     if (!start || !kids) {
-        free(start);
-        free(kids);
-        return pc_fail(PC_ERR_NOMEM, "EM: tree order for %d variables", n);
+        st = pc_fail(PC_ERR_NOMEM, "EM: tree order for %d variables", n);
+        goto fail;
     }
     for (int32_t v = 0; v < n; v++)
         if (em->parent[v] >= 0) start[em->parent[v] + 2]++;
@@ -101,9 +101,10 @@ static pc_status make_order(pc_em *em) {
         int32_t u = em->order[head++];
         for (int32_t i = start[u]; i < start[u + 1]; i++) em->order[tail++] = kids[i];
     }
+fail:
     free(start);
     free(kids);
-    return PC_OK;
+    return st;
 }
 
 /* trans_wt[t, k, j] = trans_w[t, j, k]: the forward pass adds columns of W. */
