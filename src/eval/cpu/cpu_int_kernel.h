@@ -57,6 +57,8 @@ void PC_INT_BLOCK(void *p, int thread, const uint8_t *x, const uint8_t *missing,
                     const int64_t v = c->group_vars[i];
                     __builtin_prefetch(s->in_q + (v * C1 + xb[V + v]) * K);
                 }
+            /* The product has cpu_fuse_kernel.h's shape over other types (int32 relatives
+             * summed exactly in int64 here, FP32 ones in FP64 there), hence its own loops. */
             double off = 0.0;
             for (int64_t k = 0; k < K; k++) P[k] = 0;
             for (int32_t i = c->var_start[g]; i < c->var_start[g + 1]; i++) {
