@@ -2,7 +2,8 @@
 # Installs the Debian packages pcinfer builds with, when any is missing. Idempotent; needs root
 # (or sudo) only when something has to be installed.
 set -euo pipefail
-packages=(cmake make gcc pkg-config libhdf5-dev libcmocka-dev zlib1g-dev)
+# binutils: nm and readelf, which the install tests read the shared library with.
+packages=(cmake make gcc binutils pkg-config libhdf5-dev libcmocka-dev zlib1g-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,8 +3,8 @@
  * output tiles); a chain of 300 variables (300 layers); a star; V = 1; C = 256; zero
  * probabilities; missing values; batches that are not a multiple of any tile and batches
  * streamed in several chunks. Outputs are poisoned before each run. Without a GPU (or without
- * CUDA) creating a GPU evaluator must fail with PC_ERR_NO_DEVICE (PC_ERR_UNSUPPORTED), and the
- * program then exits 77 (skipped). */
+ * CUDA) the program exits 77 (skipped); test_eval checks what creating a GPU evaluator returns
+ * there. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,10 +17,11 @@
 #include <cmocka.h>
 
 #include "hclt_random.h"
-#include "eval/backend.h"
+#include "testutil.h"
 #include "pc/circuit.h"
 #include "pc/eval.h"
 #include "pc/hclt.h"
+#include "testing/testing.h"
 
 /* Largest |Delta| (nats) per sample against ref. fuse and gemm keep every K-vector near 0 in
  * FP32 with FP64 offsets: ~1e-7 per sum group, here <= 300 groups in a row. int's Q16.16 steps
@@ -35,15 +36,15 @@ static const pc_backend gpu_backends[] = {PC_BACKEND_FUSE, PC_BACKEND_INT, PC_BA
 typedef struct variant {
     const char *name;
     pc_backend backend;
-    const pc_backend_ops *ops; /* NULL: through pc_evaluator */
+    const char *strategy;      /* fuse's strategy forced (testing.h), or NULL: its own choice */
     int32_t max_k;             /* a forced strategy may refuse larger K (0: takes every K) */
 } variant;
 
 static const variant variants[] = {
     {"fuse", PC_BACKEND_FUSE, NULL, 0},
-    {"fuse/tile", PC_BACKEND_FUSE, &pc_backend_fuse_tile_ops, 128},
-    {"fuse/persistent", PC_BACKEND_FUSE, &pc_backend_fuse_persistent_ops, 0},
-    {"fuse/warp", PC_BACKEND_FUSE, &pc_backend_fuse_warp_ops, 128},
+    {"fuse/tile", PC_BACKEND_FUSE, "tile", 128},
+    {"fuse/persistent", PC_BACKEND_FUSE, "persistent", 0},
+    {"fuse/warp", PC_BACKEND_FUSE, "warp", 128},
     {"int", PC_BACKEND_INT, NULL, 0},
     {"gemm", PC_BACKEND_GEMM, NULL, 0},
 };
@@ -72,12 +73,14 @@ static void reshape(pc_hclt *m, int chain) {
     assert_int_equal(pc_hclt_validate(m, "reshaped"), PC_OK);
 }
 
-static pc_status score(const pc_circuit *c, pc_backend backend, int64_t max_batch,
-                       const uint8_t *x, const uint8_t *missing, int64_t n, double *logp,
-                       size_t *peak) {
+/* Scores n samples with a fresh evaluator of backend (fuse: with `strategy` forced, or NULL),
+ * output poisoned first; *peak gets its peak device bytes. */
+static pc_status score_with(const pc_circuit *c, pc_backend backend, const char *strategy,
+                            int64_t max_batch, const uint8_t *x, const uint8_t *missing,
+                            int64_t n, double *logp, size_t *peak) {
     pc_eval_opts opts = {backend, max_batch, 0};
     pc_evaluator *e = NULL;
-    pc_status st = pc_evaluator_create(c, &opts, &e);
+    pc_status st = pc_testing_evaluator_create(c, &opts, strategy, &e);
     if (st != PC_OK) return st;
     poison(logp, n);
     st = pc_evaluate(e, x, missing, n, logp);
@@ -86,21 +89,18 @@ static pc_status score(const pc_circuit *c, pc_backend backend, int64_t max_batc
     return st;
 }
 
+static pc_status score(const pc_circuit *c, pc_backend backend, int64_t max_batch,
+                       const uint8_t *x, const uint8_t *missing, int64_t n, double *logp,
+                       size_t *peak) {
+    return score_with(c, backend, NULL, max_batch, x, missing, n, logp, peak);
+}
+
 /* Like score() for a variant; PC_ERR_UNSUPPORTED from a forced strategy means it does not
  * take this circuit (K above the variant's max_k). */
 static pc_status score_variant(const pc_circuit *c, const variant *v, int64_t max_batch,
                                const uint8_t *x, const uint8_t *missing, int64_t n,
                                double *logp, size_t *peak) {
-    if (!v->ops) return score(c, v->backend, max_batch, x, missing, n, logp, peak);
-    pc_eval_opts opts = {v->backend, max_batch, 0};
-    void *state = NULL;
-    pc_status st = v->ops->create(c, &opts, &state);
-    if (st != PC_OK) return st;
-    poison(logp, n);
-    st = v->ops->evaluate(state, x, missing, n, logp);
-    if (peak) *peak = v->ops->peak_device_bytes(state);
-    v->ops->destroy(state);
-    return st;
+    return score_with(c, v->backend, v->strategy, max_batch, x, missing, n, logp, peak);
 }
 
 /* Every GPU path against ref on one model and one data set. */
@@ -299,26 +299,7 @@ static void test_too_large(void **state) {
 }
 
 int main(void) {
-    /* Skip without a GPU, but only for the documented reason. */
-    {
-        pc_hclt *m = pc_hr_model(3, 2, 2, 0.0, 0);
-        pc_circuit *c = NULL;
-        pc_eval_opts opts = {PC_BACKEND_FUSE, 1, 0};
-        pc_evaluator *e = NULL;
-        if (pc_circuit_compile(m, &c) != PC_OK) return 1;
-        pc_status st = pc_evaluator_create(c, &opts, &e);
-        pc_evaluator_free(e);
-        pc_circuit_free(c);
-        pc_hclt_free(m);
-        if (st == PC_ERR_NO_DEVICE || st == PC_ERR_UNSUPPORTED) {
-            fprintf(stderr, "test_cuda_eval: skipped: %s\n", pc_last_error());
-            return 77;
-        }
-        if (st != PC_OK) {
-            fprintf(stderr, "test_cuda_eval: fuse create failed: %s\n", pc_last_error());
-            return 1;
-        }
-    }
+    pc_test_require_gpu_or_exit("test_cuda_eval");
     fprintf(stderr, "seed %llu\n", (unsigned long long)pc_hr_seed());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shapes),

@@ -19,6 +19,7 @@
 
 #include "pc/cuda.h"
 #include "pc/lse.h"
+#include "testutil.h"
 
 /* A library call that must succeed; on failure the message names the failing CUDA call. */
 #define CHECK_OK(call)                                                                         \
@@ -482,10 +483,7 @@ static void test_cuda_errors(void **state) {
 }
 
 int main(void) {
-    if (!pc_cuda_available()) {
-        printf("test_cuda_lse: no usable GPU, skipped\n");
-        return 77;
-    }
+    pc_test_require_gpu_or_exit("test_cuda_lse");
     const char *env = getenv("PC_TEST_SEED");
     uint64_t seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) * 2654435761u + (uint64_t)clock();
     printf("test_cuda_lse: seed %llu (set PC_TEST_SEED to replay)\n", (unsigned long long)seed);

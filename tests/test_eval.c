@@ -220,7 +220,8 @@ static void test_pad_latents(void **state) {
         assert_int_equal(p->num_groups, c->num_groups);
         assert_int_equal(p->num_layers, c->num_layers);
         assert_memory_equal(p->group_vars, c->group_vars, (size_t)V * sizeof(int32_t));
-        assert_memory_equal(p->group_trans, c->group_trans, (size_t)c->num_groups * sizeof(int32_t));
+        assert_memory_equal(p->group_trans, c->group_trans,
+                            (size_t)c->num_groups * sizeof(int32_t));
         uint8_t *missing = NULL;
         uint8_t *x = pc_hr_data(n, V, C, rep % 4 == 0 ? 0.0 : 0.2, &missing);
         double *ref = malloc((size_t)n * sizeof *ref), *got = malloc((size_t)n * sizeof *got);
@@ -322,7 +323,8 @@ static void test_underflow_paths(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double got;
         score(c, cases[i].backend, 1, x, NULL, 1, &got);
-        print_message("  %-8s %.17g (expected %.17g)\n", pc_backend_name(cases[i].backend), got, want);
+        print_message("  %-8s %.17g (expected %.17g)\n", pc_backend_name(cases[i].backend), got,
+                      want);
         if (!(fabs(got - want) <= cases[i].tol))
             fail_msg("%s: %.17g, expected %.17g", pc_backend_name(cases[i].backend), got, want);
     }

@@ -20,6 +20,8 @@
 #include "hclt_random.h"
 #include "eval/cuda/gpu_log.h"
 #include "pc/cuda.h"
+#include "testing/testing.h"
+#include "testutil.h"
 
 static double worst_excess = 0.0; /* largest error over its bound seen, as a fraction */
 
@@ -114,7 +116,7 @@ static void test_log_d(void **state) {
 /* The device's log on a fresh random set and every special case; outputs poisoned first. */
 static void test_device_log(void **state) {
     (void)state;
-    if (!pc_cuda_available()) skip();
+    PC_TEST_REQUIRE_GPU();
     enum { N = 1 << 21 };
     static float x[N], y[N], x2[N], y2[N];
     int i = 0;
@@ -127,7 +129,7 @@ static void test_device_log(void **state) {
     while (i < 3 * N / 4) x[i++] = (float)(1.0 + uniform(-0.01, 0.01));
     while (i < N) x[i++] = (float)uniform(1e-6, 300.0);
     for (int j = 0; j < N; j++) y[j] = 12345.0f;
-    if (pc_gpu_log_apply(x, y, N, 0) != PC_OK) fail_msg("pc_gpu_log_apply: %s", pc_last_error());
+    if (pc_testing_gpu_log(x, y, N, 0) != PC_OK) fail_msg("pc_testing_gpu_log: %s", pc_last_error());
     assert_true(isinf(y[0]) && y[0] < 0 && isinf(y[1]) && y[1] < 0);
     assert_true(isinf(y[2]) && y[2] > 0);
     assert_true(isnan(y[3]) && isnan(y[4]) && isnan(y[5]));
@@ -148,8 +150,8 @@ static void test_device_log(void **state) {
         x2[j] = isfinite(x[j]) && !(x[j] < 0.0f) ? x[j] : 1.0f;
         y2[j] = 12345.0f;
     }
-    if (pc_gpu_log_apply(x2, y2, N, 1) != PC_OK)
-        fail_msg("pc_gpu_log_apply (nonneg): %s", pc_last_error());
+    if (pc_testing_gpu_log(x2, y2, N, 1) != PC_OK)
+        fail_msg("pc_testing_gpu_log (nonneg): %s", pc_last_error());
     for (int j = 0; j < N; j++) {
         const float want = x2[j] == x[j] ? y[j] : 0.0f;
         if (memcmp(&y2[j], &want, sizeof want) != 0)
@@ -167,8 +169,8 @@ static void test_device_log(void **state) {
     xd[nd++] = 0x1p-1030; /* subnormal: as 0 */
     nd += log_d_inputs(xd + nd, N - nd);
     for (int j = 0; j < nd; j++) y2[j] = 12345.0f;
-    if (pc_gpu_log_d_apply(xd, y2, nd) != PC_OK)
-        fail_msg("pc_gpu_log_d_apply: %s", pc_last_error());
+    if (pc_testing_gpu_log_d(xd, y2, nd) != PC_OK)
+        fail_msg("pc_testing_gpu_log_d: %s", pc_last_error());
     for (int j = 0; j < nf; j++) {
         if (memcmp(&y2[j], &yf[j], sizeof yf[j]) != 0)
             fail_msg("device log_nonneg_d(%.9g): got %.9g, want %.9g", xd[j], y2[j], yf[j]);

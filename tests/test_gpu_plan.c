@@ -1,8 +1,10 @@
-/* The GPU engine's message-slot plan (src/eval/cuda/gpu_plan.c), checked without a GPU: on random
- * circuits and on the shipped MNIST model, every message stays in its slot until its parent has
- * read it, and a wait never points into the writer's own layer. Also the persistent fuse
- * kernel's split between wide and narrow items, against a direct search, the warp strategy's
- * chains and the tile strategy's schedule. */
+/* The GPU engine's plans, checked without a GPU: the message-slot plan (gpu_plan.c) on random
+ * circuits and on the shipped MNIST model (every message stays in its slot until its parent has
+ * read it, and a wait never points into the writer's own layer), the persistent fuse kernel's
+ * split between wide and narrow items against a direct search, the warp strategy's chains, the
+ * tile strategy's schedule, and fuse's choices (gpu_choice.c) against their restatement from
+ * the tuning table's fields, on the sm_90 table (with its measured switch points pinned), on
+ * the default table, and on a table of other values (so that every rule reads its fields). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,9 +15,14 @@
 #include <cmocka.h>
 
 #include "hclt_random.h"
+#include "eval/cuda/gpu_chains.h"
+#include "eval/cuda/gpu_choice.h"
 #include "eval/cuda/gpu_plan.h"
+#include "eval/cuda/gpu_tile_schedule.h"
 #include "pc/circuit.h"
 #include "pc/hclt.h"
+
+static const pc_gpu_tuning *const T90 = &pc_gpu_tuning_sm90;
 
 /* Checks the plan of c and returns its slot count. */
 static int32_t check_plan(const pc_circuit *c) {
@@ -74,7 +81,7 @@ static int32_t check_plan(const pc_circuit *c) {
 static int32_t check_chains(const pc_circuit *c, int32_t max_len, int32_t max_link_vars) {
     const int32_t G = c->num_groups;
     pc_gpu_chains ch = {0};
-    assert_int_equal(pc_gpu_chain_plan(c, max_len, max_link_vars, &ch), PC_OK);
+    assert_int_equal(pc_gpu_chain_plan(c, T90, max_len, max_link_vars, &ch), PC_OK);
     const int32_t n = ch.num_chains;
     int32_t *chain_of = malloc(sizeof(int32_t) * (size_t)G);
     assert_non_null(chain_of);
@@ -137,8 +144,8 @@ static int32_t check_chains(const pc_circuit *c, int32_t max_len, int32_t max_li
         double cost = 0.0;
         for (int32_t m = ch.begin[i]; m < ch.begin[i + 1]; m++) {
             const int32_t g = ch.groups[m];
-            cost += 1.0 + PC_GPU_TILE_SOURCE_COST * (c->child_start[g + 1] - c->child_start[g] +
-                                                     c->var_start[g + 1] - c->var_start[g]);
+            cost += 1.0 + T90->source_cost * (c->child_start[g + 1] - c->child_start[g] +
+                                              c->var_start[g + 1] - c->var_start[g]);
         }
         if (p >= 0) assert_true(chain_of[p] > i);
         prio[i] = cost + (p >= 0 ? prio[chain_of[p]] : 0.0);
@@ -208,7 +215,7 @@ static int32_t check_schedule(const pc_circuit *c, int32_t per_group, int32_t pa
             assert_int_equal(split[gi], width * per_group <= max_slices);
     }
     for (int32_t gi = 0; gi < G; gi++) units += per_group * (split[gi] && parts > 1 ? parts : 1);
-    assert_int_equal(pc_gpu_tile_schedule(c, g, per_group, parts, split, warps, order, begin),
+    assert_int_equal(pc_gpu_tile_schedule(c, g, T90, per_group, parts, split, warps, order, begin),
                      PC_OK);
     assert_int_equal(begin[0], 0);
     assert_int_equal(begin[warps], units);
@@ -300,7 +307,7 @@ static void test_mnist_model(void **state) {
     int32_t *order = malloc(sizeof(int32_t) * (size_t)c->num_groups), begin[17];
     assert_true(gr && order);
     assert_int_equal(pc_gpu_plan(c, gr, &slots_again), PC_OK);
-    assert_int_equal(pc_gpu_tile_schedule(c, gr, 1, 1, NULL, 16, order, begin), PC_OK);
+    assert_int_equal(pc_gpu_tile_schedule(c, gr, T90, 1, 1, NULL, 16, order, begin), PC_OK);
     print_message("tile schedule: the warp of group %d (%d variables) runs %d of %d units\n", big,
                   c->var_start[big + 1] - c->var_start[big], begin[w + 1] - begin[w],
                   c->num_groups);
@@ -370,160 +377,163 @@ static void test_split_layers(void **state) {
     assert_true(split > 0 && split < 13);
 }
 
-/* The tile strategy's samples per block against their definition, fuse's switch to the warp
- * strategy where the measurements put it (from 1,057 samples on 132 SMs: more than 8 per block),
- * and above K = 64 its switch between tile and persistent (on 132 SMs: at K = 128 tile up to
- * 8,448 samples, two waves of 32-sample blocks; between, at 396-528 and 792-1,056 samples,
- * where 4 or 8 per block keep at least 3/4 of the SMs busy; never above K = 128, which the
- * tile strategy does not take). */
-static void test_fuse_choice(void **state) {
-    (void)state;
-    for (int rep = 0; rep < 5000; rep++) {
-        const int32_t sms = (int32_t)pc_hr_int(1, 200);
-        const int64_t n = pc_hr_int(1, 20000);
-        int32_t want = 4;
-        while (want < PC_GPU_TILE_MAX_T && (n + want - 1) / want > sms) want *= 2;
-        const int32_t got = pc_gpu_tile_samples(n, sms);
-        if (got != want || (got < PC_GPU_TILE_MAX_T && got * (int64_t)sms < n))
-            fail_msg("n = %lld on %d SMs: %d samples per block, want %d", (long long)n, sms,
-                     got, want);
-    }
-    assert_int_equal(pc_gpu_tile_samples(528, 132), 4);
-    assert_int_equal(pc_gpu_tile_samples(529, 132), 8);
-    assert_int_equal(pc_gpu_tile_samples(1 << 20, 132), PC_GPU_TILE_MAX_T);
-    assert_false(pc_gpu_fuse_takes_warp(16, 512, 132));
-    assert_false(pc_gpu_fuse_takes_warp(32, 1056, 132));
-    assert_true(pc_gpu_fuse_takes_warp(32, 1057, 132));
-    assert_true(pc_gpu_fuse_takes_warp(16, 2112, 132));
-    assert_true(pc_gpu_fuse_takes_warp(32, 4096, 132));
-    assert_false(pc_gpu_fuse_takes_warp(64, 512, 132));
-    assert_false(pc_gpu_fuse_takes_warp(33, 528, 132));
-    assert_true(pc_gpu_fuse_takes_warp(33, 529, 132));
-    assert_true(pc_gpu_fuse_takes_warp(64, 640, 132));
-    assert_true(pc_gpu_fuse_takes_warp(64, 4096, 132));
-    /* above K = 64: up to 112 always, up to 128 from 4 samples per SM (where a tile block
-     * would hold more than 4) */
-    assert_true(pc_gpu_fuse_takes_warp(65, 1, 132));
-    assert_true(pc_gpu_fuse_takes_warp(80, 16, 132));
-    assert_true(pc_gpu_fuse_takes_warp(72, 4096, 132));
-    assert_true(pc_gpu_fuse_takes_warp(81, 16, 132));
-    assert_true(pc_gpu_fuse_takes_warp(96, 1, 132));
-    assert_true(pc_gpu_fuse_takes_warp(97, 16, 132));
-    assert_true(pc_gpu_fuse_takes_warp(112, 330, 132));
-    assert_false(pc_gpu_fuse_takes_warp(113, 528, 132));
-    assert_true(pc_gpu_fuse_takes_warp(113, 529, 132));
-    assert_false(pc_gpu_fuse_takes_warp(128, 528, 132));
-    assert_true(pc_gpu_fuse_takes_warp(128, 529, 132));
-    assert_false(pc_gpu_fuse_takes_warp(129, 4096, 132));
-    assert_false(pc_gpu_fuse_warp_k(0));
-    for (int rep = 0; rep < 20000; rep++) {
-        /* warp exactly where a tile block would hold > 8 samples (K <= 32) or > 4 (32 < K <= 64
-         * and 112 < K <= 128), always at 64 < K <= 112 (in half samples per SM) */
-        const int32_t sms = (int32_t)pc_hr_int(1, 200), K = (int32_t)pc_hr_int(1, 300);
-        const int64_t n = pc_hr_int(1, 20000);
-        const int considered = K <= 128;
-        const int half_per_sm = K <= 32 ? 16 : K <= 64 || K > 112 ? 8 : 0;
-        if (pc_gpu_fuse_warp_k(K) != considered)
-            fail_msg("K = %d: warp considered %d", K, pc_gpu_fuse_warp_k(K));
-        if (pc_gpu_fuse_takes_warp(K, n, sms) !=
-            (considered && 2 * n > half_per_sm * (int64_t)sms))
-            fail_msg("K = %d, n = %lld on %d SMs: takes warp %d", K, (long long)n, sms,
-                     pc_gpu_fuse_takes_warp(K, n, sms));
-    }
-    for (int32_t K = 1; K <= 64; K++)
-        for (int64_t n = 1; n <= 20000; n += 97) assert_true(pc_gpu_fuse_takes_tile(K, n, 132));
-    /* K = 128 on 100 SMs: persistent up to n = 100 and from 401 to 499 */
-    assert_false(pc_gpu_fuse_takes_tile(128, 100, 100));
-    assert_true(pc_gpu_fuse_takes_tile(128, 101, 100));
-    assert_true(pc_gpu_fuse_takes_tile(128, 400, 100));
-    assert_false(pc_gpu_fuse_takes_tile(128, 401, 100));
-    assert_false(pc_gpu_fuse_takes_tile(128, 499, 100));
-    assert_true(pc_gpu_fuse_takes_tile(128, 500, 100));
-    /* never at 64 < K <= 112 (the warp kernel's rows of 80-112) nor above 128; at 112 < K <
-     * 128, which fuse runs as 128, as at 128 */
-    assert_false(pc_gpu_fuse_takes_tile(96, 400, 132));
-    assert_false(pc_gpu_fuse_takes_tile(112, 400, 132));
-    assert_true(pc_gpu_fuse_takes_tile(116, 400, 132));
-    for (int32_t K = 65; K <= 300; K += K == 120 ? 8 : 5) /* 65, 70, ..., 120, 128, 133, ... */
-        for (int64_t n = 1; n <= 20000; n += n < 9000 ? 1 : 37) {
-            const int want = K > 112 && K <= 128 && n <= 8448 && n > 132 && !(n > 528 && n < 660);
-            if (pc_gpu_fuse_takes_tile(K, n, 132) != want)
-                fail_msg("K = %d, n = %lld: takes tile %d, want %d", K, (long long)n,
-                         pc_gpu_fuse_takes_tile(K, n, 132), want);
-        }
+/* The tables a rule is checked on: sm_90, the default, and one of other values. */
+static pc_gpu_tuning other_table(void) {
+    pc_gpu_tuning t = pc_gpu_tuning_sm90;
+    t.name = "other";
+    t.pad_128_above = 100, t.warp_over_tile_t_k32 = 16, t.warp_over_tile_t_k64 = 8;
+    t.warp_always_max_k = 96, t.warp_k128_per_sm = 7, t.tile_k128_max_waves = 3;
+    t.tile_k128_min_per_sm = 2, t.tile_k128_gap_lo_per_sm = 6, t.tile_k128_gap_hi_per_sm = 9;
+    t.tile_blocks_per_sm = 2, t.warp_eight_above_k = 120, t.warp_eight_per_sm = 5;
+    t.warp_eight_per_sm_64 = 3, t.warp_three_per_sm = 30, t.chain_long_max_k = 16;
+    t.chain_long_per_sm = 40, t.persistent_large_n = 1000;
+    return t;
 }
 
-/* fuse's states per latent: a multiple of 4 at least K, the next one but at 32 < K < 64 (64)
- * and 112 < K < 128 (128). */
+/* fuse's choices restated from the table's fields (gpu_choice.h). */
+static int32_t want_samples(const pc_gpu_tuning *t, int64_t n, int32_t sms) {
+    int32_t T = 4;
+    while (T < PC_GPU_TILE_MAX_T && (n + T - 1) / T > (int64_t)t->tile_blocks_per_sm * sms) T *= 2;
+    return T;
+}
+static int want_warp(const pc_gpu_tuning *t, int32_t K, int64_t n, int32_t sms) {
+    if (K < 1 || K > 128) return 0;
+    if (K <= 64)
+        return want_samples(t, n, sms) > (K <= 32 ? t->warp_over_tile_t_k32 : t->warp_over_tile_t_k64);
+    return K <= t->warp_always_max_k || n > (int64_t)t->warp_k128_per_sm * sms;
+}
+static int want_tile(const pc_gpu_tuning *t, int32_t K, int64_t n, int32_t sms) {
+    if (K <= 64) return 1;
+    if (K <= t->warp_always_max_k || K > 128) return 0;
+    const int64_t s = sms;
+    return n <= t->tile_k128_max_waves * 32 * s && n > t->tile_k128_min_per_sm * s &&
+           !(n > t->tile_k128_gap_lo_per_sm * s && n < t->tile_k128_gap_hi_per_sm * s);
+}
+static int want_form(const pc_gpu_tuning *t, int32_t K, int64_t n, int32_t sms) {
+    return K > t->warp_eight_above_k                                        ? PC_GPU_WARP_EIGHT
+           : K > 64 && n <= t->warp_eight_per_sm * (int64_t)sms           ? PC_GPU_WARP_EIGHT
+           : K > 32 && K <= 64 && n <= t->warp_eight_per_sm_64 * (int64_t)sms ? PC_GPU_WARP_EIGHT
+           : K > 64 && K <= 96 && n > t->warp_three_per_sm * (int64_t)sms ? PC_GPU_WARP_THREE
+                                                                          : PC_GPU_WARP_TWO;
+}
+static int want_chains(const pc_gpu_tuning *t, int32_t K, int64_t n, int32_t sms) {
+    return K <= t->chain_long_max_k || n > t->chain_long_per_sm * (int64_t)sms
+               ? PC_GPU_CHAINS_LONG
+               : PC_GPU_CHAINS_SHORT;
+}
+static int32_t want_states(const pc_gpu_tuning *t, int32_t K) {
+    return K > 32 && K < 64 ? 64 : K > t->pad_128_above && K < 128 ? 128 : (K + 3) / 4 * 4;
+}
+
+/* Every rule against its restatement at random (K, n, sms) on table t. */
+static void check_rules(const pc_gpu_tuning *t) {
+    for (int rep = 0; rep < 40000; rep++) {
+        const int32_t sms = (int32_t)pc_hr_int(1, 200), K = (int32_t)pc_hr_int(1, 300);
+        const int64_t n = pc_hr_int(1, 20000);
+        const int got[6] = {pc_gpu_tile_samples(t, n, sms), pc_gpu_fuse_takes_warp(t, K, n, sms),
+                            pc_gpu_fuse_takes_tile(t, K, n, sms),
+                            K <= 128 ? pc_gpu_warp_form(t, K, n, sms) : 0,
+                            K <= 128 ? pc_gpu_warp_chains(t, K, n, sms) : 0,
+                            pc_gpu_fuse_states(t, K)};
+        const int want[6] = {want_samples(t, n, sms), want_warp(t, K, n, sms),
+                             want_tile(t, K, n, sms), K <= 128 ? want_form(t, K, n, sms) : 0,
+                             K <= 128 ? want_chains(t, K, n, sms) : 0, want_states(t, K)};
+        for (int i = 0; i < 6; i++)
+            if (got[i] != want[i])
+                fail_msg("table %s, rule %d: K = %d, n = %lld on %d SMs: %d, want %d", t->name,
+                         i, K, (long long)n, sms, got[i], want[i]);
+        if (pc_gpu_fuse_warp_k(K) != (K <= 128)) fail_msg("K = %d: warp considered", K);
+        if (pc_gpu_persistent_large(t, n) != (n >= t->persistent_large_n))
+            fail_msg("table %s: n = %lld: persistent large", t->name, (long long)n);
+        if (pc_gpu_warp_queue_by_path(t, n, sms) != (n >= (int64_t)t->warp_path_waves * sms))
+            fail_msg("table %s: %lld gangs on %d blocks: by path", t->name, (long long)n, sms);
+    }
+}
+
+static void test_rules_on_tables(void **state) {
+    (void)state;
+    const pc_gpu_tuning other = other_table();
+    check_rules(&pc_gpu_tuning_sm90);
+    check_rules(&pc_gpu_tuning_default);
+    check_rules(&other);
+    /* the other table's values move the switches */
+    assert_true(pc_gpu_fuse_takes_warp(T90, 128, 600, 132));
+    assert_false(pc_gpu_fuse_takes_warp(&other, 128, 600, 132));
+    assert_int_equal(pc_gpu_fuse_states(&other, 101), 128);
+    assert_int_equal(pc_gpu_fuse_states(T90, 101), 104);
+    /* the tables by compute capability: 9.x has its own, everything else the default */
+    assert_ptr_equal(pc_gpu_tuning_for(9, 0), &pc_gpu_tuning_sm90);
+    assert_ptr_equal(pc_gpu_tuning_for(8, 0), &pc_gpu_tuning_default);
+    assert_ptr_equal(pc_gpu_tuning_for(10, 0), &pc_gpu_tuning_default);
+}
+
+/* On sm_90's table and 132 SMs (an H200), the switch points where the measurements put them
+ * (docs/tuning.md): tile samples per block; warp from 1,057 samples (more than 8 per tile
+ * block) at K <= 32, from 529 (more than 4) at 32 < K <= 64 and 112 < K <= 128, always at
+ * 64 < K <= 112; above K = 64 tile up to 8,448 samples (two waves of 32-sample blocks) but not
+ * at n <= 132 nor at 529-659 (on 100 SMs: not at n <= 100 nor 401-499). */
+static void test_fuse_choice(void **state) {
+    (void)state;
+    assert_int_equal(pc_gpu_tile_samples(T90, 528, 132), 4);
+    assert_int_equal(pc_gpu_tile_samples(T90, 529, 132), 8);
+    assert_int_equal(pc_gpu_tile_samples(T90, 1 << 20, 132), PC_GPU_TILE_MAX_T);
+    static const int64_t warp[][3] = {
+        {16, 512, 0},  {32, 1056, 0}, {32, 1057, 1}, {16, 2112, 1}, {32, 4096, 1},
+        {64, 512, 0},  {33, 528, 0},  {33, 529, 1},  {64, 640, 1},  {64, 4096, 1},
+        {65, 1, 1},    {80, 16, 1},   {72, 4096, 1}, {81, 16, 1},   {96, 1, 1},
+        {97, 16, 1},   {112, 330, 1}, {113, 528, 0}, {113, 529, 1}, {128, 528, 0},
+        {128, 529, 1}, {129, 4096, 0}, {0, 100, 0}};
+    for (size_t i = 0; i < sizeof warp / sizeof warp[0]; i++)
+        if (pc_gpu_fuse_takes_warp(T90, (int32_t)warp[i][0], warp[i][1], 132) != warp[i][2])
+            fail_msg("K = %lld, n = %lld: takes warp, want %lld", (long long)warp[i][0],
+                     (long long)warp[i][1], (long long)warp[i][2]);
+    static const int64_t tile[][4] = {
+        {128, 100, 100, 0}, {128, 101, 100, 1}, {128, 400, 100, 1}, {128, 401, 100, 0},
+        {128, 499, 100, 0}, {128, 500, 100, 1}, {96, 400, 132, 0},  {112, 400, 132, 0},
+        {116, 400, 132, 1}, {128, 8448, 132, 1}, {128, 8449, 132, 0}, {64, 20000, 132, 1}};
+    for (size_t i = 0; i < sizeof tile / sizeof tile[0]; i++)
+        if (pc_gpu_fuse_takes_tile(T90, (int32_t)tile[i][0], tile[i][1], (int32_t)tile[i][2]) !=
+            tile[i][3])
+            fail_msg("K = %lld, n = %lld on %lld SMs: takes tile, want %lld",
+                     (long long)tile[i][0], (long long)tile[i][1], (long long)tile[i][2],
+                     (long long)tile[i][3]);
+}
+
+/* fuse's states per latent on sm_90: a multiple of 4 at least K, 64 at 32 < K < 64 and 128 at
+ * 112 < K < 128. */
 static void test_fuse_states(void **state) {
     (void)state;
     for (int32_t K = 1; K <= 600; K++) {
-        const int32_t got = pc_gpu_fuse_states(K);
-        const int32_t want = K > 32 && K < 64 ? 64 : K > 112 && K < 128 ? 128 : (K + 3) / 4 * 4;
-        if (got != want || got % 4 != 0 || got < K)
-            fail_msg("K = %d: fuse runs %d states, want %d", K, got, want);
+        const int32_t got = pc_gpu_fuse_states(T90, K);
+        if (got % 4 != 0 || got < K) fail_msg("K = %d: fuse runs %d states", K, got);
     }
-    assert_int_equal(pc_gpu_fuse_states(33), 64);
-    assert_int_equal(pc_gpu_fuse_states(66), 68);
-    assert_int_equal(pc_gpu_fuse_states(113), 128);
-    assert_int_equal(pc_gpu_fuse_states(254), 256);
+    assert_int_equal(pc_gpu_fuse_states(T90, 33), 64);
+    assert_int_equal(pc_gpu_fuse_states(T90, 66), 68);
+    assert_int_equal(pc_gpu_fuse_states(T90, 112), 112);
+    assert_int_equal(pc_gpu_fuse_states(T90, 113), 128);
+    assert_int_equal(pc_gpu_fuse_states(T90, 254), 256);
 }
 
-/* A rule of (K, n, sms) at fixed points (K, n, expected value) on 132 SMs, then against its
- * restatement `want` at 20,000 random points: K up to 128, up to 20,000 samples, 1-200 SMs. */
-typedef int (*plan_rule)(int32_t K, int64_t n, int32_t sms);
-static void check_rule(const char *name, plan_rule rule, plan_rule want, const int64_t (*points)[3],
-                       size_t num_points) {
-    for (size_t i = 0; i < num_points; i++)
-        if (rule((int32_t)points[i][0], points[i][1], 132) != (int)points[i][2])
-            fail_msg("%s: K = %lld, n = %lld on 132 SMs: %d, want %lld", name,
-                     (long long)points[i][0], (long long)points[i][1],
-                     rule((int32_t)points[i][0], points[i][1], 132), (long long)points[i][2]);
-    for (int rep = 0; rep < 20000; rep++) {
-        const int32_t sms = (int32_t)pc_hr_int(1, 200), K = (int32_t)pc_hr_int(1, 128);
-        const int64_t n = pc_hr_int(1, 20000);
-        if (rule(K, n, sms) != want(K, n, sms))
-            fail_msg("%s: K = %d, n = %lld on %d SMs: %d, want %d", name, K, (long long)n, sms,
-                     rule(K, n, sms), want(K, n, sms));
-    }
-}
-
-/* The warp strategy's item forms: 8-sample items at K > 112 and, up to 12 samples per SM at
- * 64 < K <= 112 and up to 8 at 32 < K <= 64, below; the 3-block form above 20 per SM at
- * 64 < K <= 96; else 16-sample items. */
-static int want_form(int32_t K, int64_t n, int32_t sms) {
-    return K > 112                                      ? PC_GPU_WARP_EIGHT
-           : K > 64 && n <= 12 * (int64_t)sms           ? PC_GPU_WARP_EIGHT
-           : K > 32 && K <= 64 && n <= 8 * (int64_t)sms ? PC_GPU_WARP_EIGHT
-           : K > 64 && K <= 96 && n > 20 * (int64_t)sms ? PC_GPU_WARP_THREE
-                                                        : PC_GPU_WARP_TWO;
-}
-
-static void test_warp_form(void **state) {
+/* The warp strategy's item forms and chain plans on sm_90 and 132 SMs, at the switches. */
+static void test_warp_form_and_chains(void **state) {
     (void)state;
-    /* (K, n, form) on an H200's 132 SMs, at the switches */
-    static const int64_t points[][3] = {
+    static const int64_t form[][3] = {
         {128, 1, PC_GPU_WARP_EIGHT}, {128, 1 << 20, PC_GPU_WARP_EIGHT},
         {32, 16, PC_GPU_WARP_TWO},   {64, 1056, PC_GPU_WARP_EIGHT},
         {64, 1057, PC_GPU_WARP_TWO}, {96, 1584, PC_GPU_WARP_EIGHT},
         {96, 1585, PC_GPU_WARP_TWO}, {96, 2641, PC_GPU_WARP_THREE},
         {112, 4096, PC_GPU_WARP_TWO}};
-    check_rule("form", pc_gpu_warp_form, want_form, points, sizeof points / sizeof points[0]);
-}
-
-/* The warp strategy's chain plans: long chains at K <= 32, and above from 24 samples per SM
- * (3,169 on 132 SMs). */
-static int want_chains(int32_t K, int64_t n, int32_t sms) {
-    return K <= 32 || n > 24 * (int64_t)sms ? PC_GPU_CHAINS_LONG : PC_GPU_CHAINS_SHORT;
-}
-
-static void test_warp_chains(void **state) {
-    (void)state;
-    static const int64_t points[][3] = {
+    for (size_t i = 0; i < sizeof form / sizeof form[0]; i++)
+        assert_int_equal(pc_gpu_warp_form(T90, (int32_t)form[i][0], form[i][1], 132), form[i][2]);
+    static const int64_t chains[][3] = {
         {16, 1, PC_GPU_CHAINS_LONG},      {32, 1 << 20, PC_GPU_CHAINS_LONG},
         {36, 3168, PC_GPU_CHAINS_SHORT},  {64, 3169, PC_GPU_CHAINS_LONG},
         {128, 2048, PC_GPU_CHAINS_SHORT}, {128, 4096, PC_GPU_CHAINS_LONG}};
-    check_rule("chains", pc_gpu_warp_chains, want_chains, points, sizeof points / sizeof points[0]);
+    for (size_t i = 0; i < sizeof chains / sizeof chains[0]; i++)
+        assert_int_equal(pc_gpu_warp_chains(T90, (int32_t)chains[i][0], chains[i][1], 132),
+                         chains[i][2]);
+    assert_int_equal(T90->chain_short, 4);
+    assert_int_equal(T90->chain_long, 8);
 }
 
 static void test_bad_arguments(void **state) {
@@ -531,15 +541,16 @@ static void test_bad_arguments(void **state) {
     int32_t slots = 0;
     assert_int_equal(pc_gpu_plan(NULL, NULL, &slots), PC_ERR_ARG);
     pc_gpu_chains ch = {0};
-    assert_int_equal(pc_gpu_chain_plan(NULL, INT32_MAX, INT32_MAX, &ch), PC_ERR_ARG);
+    assert_int_equal(pc_gpu_chain_plan(NULL, T90, INT32_MAX, INT32_MAX, &ch), PC_ERR_ARG);
     int32_t order[1], begin[2];
-    assert_int_equal(pc_gpu_tile_schedule(NULL, NULL, 1, 1, NULL, 1, order, begin), PC_ERR_ARG);
+    assert_int_equal(pc_gpu_tile_schedule(NULL, NULL, T90, 1, 1, NULL, 1, order, begin),
+                     PC_ERR_ARG);
     pc_circuit c = {0};
     pc_gpu_group g = {0};
-    assert_int_equal(pc_gpu_tile_schedule(&c, &g, 1, PC_GPU_TILE_MAX_PARTS + 1, NULL, 1, order,
-                                          begin), PC_ERR_ARG);
-    assert_int_equal(pc_gpu_tile_schedule(&c, &g, PC_GPU_TILE_MAX_SLICES + 1, 1, NULL, 1, order,
-                                          begin), PC_ERR_ARG);
+    assert_int_equal(pc_gpu_tile_schedule(&c, &g, T90, 1, PC_GPU_TILE_MAX_PARTS + 1, NULL, 1,
+                                          order, begin), PC_ERR_ARG);
+    assert_int_equal(pc_gpu_tile_schedule(&c, &g, T90, PC_GPU_TILE_MAX_SLICES + 1, 1, NULL, 1,
+                                          order, begin), PC_ERR_ARG);
 }
 
 int main(void) {
@@ -547,10 +558,10 @@ int main(void) {
         cmocka_unit_test(test_random_circuits),
         cmocka_unit_test(test_mnist_model),
         cmocka_unit_test(test_split_layers),
+        cmocka_unit_test(test_rules_on_tables),
         cmocka_unit_test(test_fuse_choice),
         cmocka_unit_test(test_fuse_states),
-        cmocka_unit_test(test_warp_form),
-        cmocka_unit_test(test_warp_chains),
+        cmocka_unit_test(test_warp_form_and_chains),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

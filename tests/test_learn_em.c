@@ -16,6 +16,7 @@
 #include "learn/learn_em_internal.h"
 #include "pc/rng.h"
 #include "pc/learn.h"
+#include "pc/lse.h"
 #include "testutil.h"
 
 static uint64_t g_seed;
@@ -250,14 +251,11 @@ static pc_hclt *em_with_kernels(const pc_hclt *start, const pc_data *d, const pc
 static void test_em_kernels_agree(void **state) {
     (void)state;
     const pc_em_kernels *sets[3] = {&pc_em_kernels_generic, NULL, NULL};
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    const pc_isa best = pc_cpu_best_isa();
+    if (best >= PC_ISA_AVX2)
         sets[1] = &pc_em_kernels_avx2;
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    if (best >= PC_ISA_AVX512)
         sets[2] = &pc_em_kernels_avx512;
-#endif
     printf("kernels compared with the baseline copy:%s%s\n", sets[1] ? " avx2" : "",
            sets[2] ? " avx512" : "");
     const int32_t ks[3] = {5, 16, 32};

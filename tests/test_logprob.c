@@ -26,12 +26,16 @@ static void check_against_ref(pc_lse_kernel kernel, pc_dtype dtype, int64_t voca
     for (int64_t r = 0; r < rows; r++) c.out[r] = LP_POISON;
 
     pc_lse_cpu_opts opts = {threads, PC_ISA_AUTO};
-    assert_int_equal(pc_logprob_rows(kernel, dtype, c.x, rows, vocab, stride, c.targets, c.out, &opts), PC_OK);
+    assert_int_equal(
+        pc_logprob_rows(kernel, dtype, c.x, rows, vocab, stride, c.targets, c.out, &opts), PC_OK);
     assert_int_equal(pc_logprob_rows_ref(dtype, c.x, rows, vocab, stride, c.targets, c.ref), PC_OK);
     for (int64_t r = 0; r < rows; r++) {
-        if (vocab >= 4 && r < LP_SPECIAL && !(isnan(expect[r]) ? isnan(c.ref[r]) : c.ref[r] == expect[r]))
-            fail_msg("ref: special row %lld gives %g, expected %g", (long long)r, c.ref[r], expect[r]);
-        double scale = fabs(c.ref[r]), lse = lp_lse_of(dtype, c.x, stride, r, c.targets[r], c.ref[r]);
+        if (vocab >= 4 && r < LP_SPECIAL &&
+            !(isnan(expect[r]) ? isnan(c.ref[r]) : c.ref[r] == expect[r]))
+            fail_msg("ref: special row %lld gives %g, expected %g", (long long)r, c.ref[r],
+                     expect[r]);
+        double scale = fabs(c.ref[r]),
+               lse = lp_lse_of(dtype, c.x, stride, r, c.targets[r], c.ref[r]);
         if (kernel != PC_LSE_REF) scale += fabs(lse); /* subtracted from an LSE rounded to float */
         int ok = kernel == PC_LSE_INT && isfinite(c.ref[r])
                      ? fabs((double)c.out[r] - c.ref[r]) <= LP_TOL_INT_ABS + LP_TOL_REL * scale
@@ -74,7 +78,8 @@ static void test_huge_logits(void **state) {
     assert_true(ref[1] < -6e38);
     for (int k = PC_LSE_REF; k <= PC_LSE_INT; k++) {
         float out[2] = {LP_POISON, LP_POISON};
-        assert_int_equal(pc_logprob_rows((pc_lse_kernel)k, PC_F32, x, 2, 4, 4, t, out, NULL), PC_OK);
+        assert_int_equal(pc_logprob_rows((pc_lse_kernel)k, PC_F32, x, 2, 4, 4, t, out, NULL),
+                         PC_OK);
         assert_true(out[0] >= -0.6931472f && out[0] <= 0.0f);
         assert_true(out[1] == -INFINITY); /* -MAX - MAX: the token has probability 0 */
     }
@@ -106,7 +111,8 @@ static void test_argument_errors(void **state) {
     assert_non_null(strstr(pc_last_error(), "stride"));
     assert_int_equal(pc_logprob_rows(PC_LSE_FUSE, PC_F16, x, 3, 3, 4, t, out, NULL), PC_ERR_ARG);
     assert_int_equal(pc_logprob_rows(PC_LSE_INT, PC_BF16, x, 3, 3, 4, t, out, NULL), PC_ERR_ARG);
-    assert_int_equal(pc_logprob_rows((pc_lse_kernel)7, PC_F32, x, 3, 3, 4, t, out, NULL), PC_ERR_ARG);
+    assert_int_equal(pc_logprob_rows((pc_lse_kernel)7, PC_F32, x, 3, 3, 4, t, out, NULL),
+                     PC_ERR_ARG);
     assert_int_equal(pc_logprob_rows(PC_LSE_FUSE, PC_Q10_6, x, 3, 3, 4, t, out, NULL), PC_ERR_ARG);
     for (int r = 0; r < 3; r++) assert_true(out[r] == LP_POISON && dout[r] == 1.5);
     /* rows == 0 is a valid empty call, even with NULL buffers */

@@ -12,6 +12,7 @@
 
 #include "logprob_cases.h"
 #include "pc/cuda.h"
+#include "testutil.h"
 
 /* Uploads, runs pc_logprob_rows_cuda with poisoned outputs, downloads into out[rows]. */
 static void run_gpu(pc_dtype dtype, const void *x, int64_t rows, int64_t vocab, int64_t stride,
@@ -124,10 +125,7 @@ static void test_argument_errors(void **state) {
 }
 
 int main(void) {
-    if (!pc_cuda_available()) {
-        printf("no GPU: skipped\n");
-        return 77;
-    }
+    pc_test_require_gpu_or_exit("test_logprob_cuda");
     lp_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shapes),

@@ -52,7 +52,8 @@ static void check_kernel(const char *kernel, double lse_tol, double est_tol) {
     char line[2048], opts[256];
     snprintf(opts, sizeof opts, "--particles 2000 --steps 40 --kernel %s", kernel);
     run(opts, line, sizeof line);
-    double rmse = field(line, "rmse"), rmse_ref = field(line, "rmse_ref"), base = field(line, "rms_truth");
+    double rmse = field(line, "rmse"), rmse_ref = field(line, "rmse_ref"),
+           base = field(line, "rms_truth");
     printf("%s: %s", kernel, line);
     /* Measured over 25 seeds: RMSE / RMS(truth) <= 0.68. */
     assert_true(rmse < 0.85 * base);

@@ -191,7 +191,8 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static int fail(const char *what) {
+/* Prints the library's last error after what failed; returns exit status 1. */
+static int call_failed(const char *what) {
     fprintf(stderr, "lsebench: %s: %s\n", what, pc_last_error());
     return 1;
 }
@@ -252,7 +253,7 @@ static int run_cpu(const options *o, void *const *bufs, int nbufs, const double 
         errors(out, ref, o->rows, res);
     }
     free(out), free(times);
-    return st == PC_OK ? 0 : fail("pc_lse_rows");
+    return st == PC_OK ? 0 : call_failed("pc_lse_rows");
 }
 
 static int run_cuda(const options *o, void *const *bufs, int nbufs, size_t bytes, const double *ref,
@@ -265,33 +266,33 @@ static int run_cuda(const options *o, void *const *bufs, int nbufs, size_t bytes
     int rc = 1;
     const char *what = "pc_cuda_malloc";
     if (!out || !times)
-        goto done;
+        goto fail;
     for (int b = 0; b < nbufs; b++) {
         if (pc_cuda_malloc(&d_x[b], bytes) != PC_OK)
-            goto done;
+            goto fail;
         what = "pc_cuda_memcpy_h2d";
         if (pc_cuda_memcpy_h2d(d_x[b], bufs[b], bytes) != PC_OK)
-            goto done;
+            goto fail;
         what = "pc_cuda_malloc";
     }
     if (pc_cuda_malloc((void **)&d_out, sizeof(float) * (size_t)o->rows) != PC_OK)
-        goto done;
+        goto fail;
     what = "pc_lse_rows_cuda";
     if (pc_lse_rows_cuda(o->kernel, o->dtype, d_x[0], o->rows, o->cols, o->cols, d_out, NULL,
                          &scratch, NULL) != PC_OK)
-        goto done;
+        goto fail;
     what = "pc_cuda_malloc";
     if (scratch && pc_cuda_malloc(&d_scratch, scratch) != PC_OK)
-        goto done;
+        goto fail;
     what = "pc_cuda_timer_create";
     if (pc_cuda_timer_create(&timer) != PC_OK)
-        goto done;
+        goto fail;
     what = "pc_lse_rows_cuda";
     double t0 = now_s();
     if (pc_lse_rows_cuda(o->kernel, o->dtype, d_x[0], o->rows, o->cols, o->cols, d_out, d_scratch,
                          &scratch, NULL) != PC_OK ||
         pc_cuda_synchronize() != PC_OK)
-        goto done;
+        goto fail;
     int reps = plan_repeats(o->repeats, now_s() - t0);
     for (int r = 0; r < reps; r++) {
         float ms;
@@ -300,23 +301,23 @@ static int run_cuda(const options *o, void *const *bufs, int nbufs, size_t bytes
                              d_scratch, &scratch, NULL) != PC_OK ||
             pc_cuda_timer_stop(timer, NULL) != PC_OK ||
             pc_cuda_timer_elapsed_ms(timer, &ms) != PC_OK)
-            goto done;
+            goto fail;
         times[r] = ms;
     }
     what = "pc_cuda_memcpy_d2h";
     if (pc_cuda_memcpy_d2h(out, d_out, sizeof(float) * (size_t)o->rows) != PC_OK)
-        goto done;
+        goto fail;
     qsort(times, (size_t)reps, sizeof(double), cmp_double);
     res->ms = times[reps / 2];
     res->repeats = reps;
     errors(out, ref, o->rows, res);
     rc = 0;
-done:
+fail:
     if (rc) {
         if (!out || !times)
             fprintf(stderr, "lsebench: out of memory\n");
         else
-            fail(what);
+            call_failed(what);
     }
     pc_cuda_timer_free(timer);
     for (int b = 0; b < nbufs; b++)
@@ -397,7 +398,7 @@ static int run_shape(options o, const pair *pairs, int npairs) {
             }
             if (nbufs == 0 ||
                 pc_lse_rows_ref(o.dtype, bufs[0], o.rows, o.cols, o.cols, ref) != PC_OK) {
-                rc = nbufs ? fail("pc_lse_rows_ref")
+                rc = nbufs ? call_failed("pc_lse_rows_ref")
                            : (fprintf(stderr, "lsebench: out of memory\n"), 1);
                 break;
             }
@@ -456,7 +457,7 @@ int main(int argc, char **argv) {
         pc_lse_cpu_opts probe = {o.threads, o.isa};
         float dummy;
         if (pc_lse_rows(PC_LSE_FUSE, PC_F32, &dummy, 0, 0, 0, &dummy, &probe) != PC_OK)
-            return fail("--isa");
+            return call_failed("--isa");
     }
     header(&o);
     if (o.have_kernel) {

@@ -325,52 +325,52 @@ int main(int argc, char **argv) {
         r.data = found;
     } else {
         fail_with(found);
-        goto done;
+        goto fail;
     }
     /* The output is checked (and its temporary file made) before any work. */
     const char *inputs[2] = {a.model, r.data};
     if (a.output && pc_file_writer_open(a.output, inputs, 2, &out) != PC_OK) {
         fail_with(pc_last_error());
-        goto done;
+        goto fail;
     }
     if (pc_hclt_load_isolated(a.model, NULL, &model) != PC_OK ||
         pc_data_reader_open(r.data, &data) != PC_OK) {
         fail_with(pc_last_error());
-        goto done;
+        goto fail;
     }
     if (pc_data_reader_width(data) != model->num_vars) {
         fprintf(stderr, "pcinfer: %s: images have %d values but the model %s has num_vars = %d\n",
                 r.data, pc_data_reader_width(data), a.model, model->num_vars);
-        goto done;
+        goto fail;
     }
     const int64_t count = pc_data_reader_count(data);
     r.n = a.limit >= 0 && a.limit < count ? a.limit : count;
     if (r.n == 0) {
         fprintf(stderr, "pcinfer: %s: no images to score\n", r.data);
-        goto done;
+        goto fail;
     }
     if (pc_circuit_compile(model, &circuit) != PC_OK) {
         fail_with(pc_last_error());
-        goto done;
+        goto fail;
     }
     r.kernel = pc_backend_name(backend);
     r.batch = batch_for(&a, backend);
     r.threads = a.threads > 0 ? a.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (!pc_backend_is_gpu(backend) || pc_cuda_describe(r.device, sizeof r.device) != PC_OK)
         snprintf(r.device, sizeof r.device, "CPU, %d threads", r.threads);
-    if (score_stream(circuit, backend, &a, data, out, &r) != 0) goto done;
+    if (score_stream(circuit, backend, &a, data, out, &r) != 0) goto fail;
     r.bpd = -r.mean_ll / ((double)model->num_vars * log(2.0));
     if (out) {
         pc_status st = pc_file_writer_commit(out);
         out = NULL;
         if (st != PC_OK) {
             fail_with(pc_last_error());
-            goto done;
+            goto fail;
         }
     }
     print_results(&a, circuit, &r);
     rc = fflush(stdout) == 0 ? 0 : 1;
-done:
+fail:
     pc_file_writer_abort(out);
     pc_data_reader_close(data);
     pc_circuit_free(circuit);

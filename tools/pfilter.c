@@ -76,7 +76,10 @@ static options parse(int argc, char **argv) {
         else if (!strcmp(a, "--threads")) o.threads = (int)parse_int(v, a, 1, 1024);
         else if (!strcmp(a, "--seed")) o.seed = (uint64_t)parse_int(v, a, 0, INT64_MAX);
         else if (!strcmp(a, "--kernel")) {
-            if (pc_lse_kernel_parse(v, &o.kernel) != PC_OK) { fprintf(stderr, "pfilter: %s\n", pc_last_error()); exit(2); }
+            if (pc_lse_kernel_parse(v, &o.kernel) != PC_OK) {
+                fprintf(stderr, "pfilter: %s\n", pc_last_error());
+                exit(2);
+            }
         } else usage();
     }
     if (!o.particles) usage();
@@ -86,13 +89,16 @@ static options parse(int argc, char **argv) {
 /* Box-Muller on pc/rng.h's stream: the same seed gives the same stream in every run. */
 static void normals(pc_rng *g, float *z, int64_t n) {
     for (int64_t i = 0; i < n; i += 2) {
-        double r = sqrt(-2.0 * log(pc_rng_open_unit(g))), a = 6.283185307179586 * pc_rng_open_unit(g);
+        double r = sqrt(-2.0 * log(pc_rng_open_unit(g))),
+               a = 6.283185307179586 * pc_rng_open_unit(g);
         z[i] = (float)(r * cos(a));
         if (i + 1 < n) z[i + 1] = (float)(r * sin(a));
     }
 }
 
-static double drift(double x, int t) { return 0.5 * x + 25.0 * x / (1.0 + x * x) + 8.0 * cos(1.2 * t); }
+static double drift(double x, int t) {
+    return 0.5 * x + 25.0 * x / (1.0 + x * x) + 8.0 * cos(1.2 * t);
+}
 
 static double now_ms(void) {
     struct timespec ts;
@@ -123,7 +129,7 @@ static int filter(const options *o, pc_lse_kernel kernel, const double *obs, run
     int rc = 1;
     if (!x || !nx || !logw || !z || !w) {
         fprintf(stderr, "pfilter: out of memory for %" PRId64 " particles\n", n);
-        goto done;
+        goto fail;
     }
     pc_rng g = {o->seed};
     normals(&g, z, n);
@@ -142,7 +148,7 @@ static int filter(const options *o, pc_lse_kernel kernel, const double *obs, run
         double t1 = now_ms();
         if (pc_lse_rows(kernel, PC_F32, logw, 1, n, n, &lse, &opts) != PC_OK) {
             fprintf(stderr, "pfilter: LSE (%s): %s\n", pc_lse_kernel_name(kernel), pc_last_error());
-            goto done;
+            goto fail;
         }
         r->lse_ms[t - 1] = now_ms() - t1;
         double est = 0.0;
@@ -151,11 +157,12 @@ static int filter(const options *o, pc_lse_kernel kernel, const double *obs, run
             est += w[i] * x[i];
         }
         r->est[t - 1] = est;
-        /* Side check, not timed: the FP64 LSE on the same log-weights, and the estimate it gives. */
+        /* Side check, not timed: the FP64 LSE on the same log-weights and the estimate it
+         * gives. */
         double t2 = now_ms(), lse_ref = 0.0, est_same = 0.0;
         if (pc_lse_rows_ref(PC_F32, logw, 1, n, n, &lse_ref) != PC_OK) {
             fprintf(stderr, "pfilter: FP64 LSE: %s\n", pc_last_error());
-            goto done;
+            goto fail;
         }
         for (int64_t i = 0; i < n; i++) est_same += exp((double)logw[i] - lse_ref) * x[i];
         r->est_same[t - 1] = est_same;
@@ -173,7 +180,7 @@ static int filter(const options *o, pc_lse_kernel kernel, const double *obs, run
         r->step_ms[t - 1] = now_ms() - t0 - side_ms;
     }
     rc = 0;
-done:
+fail:
     free(x), free(nx), free(logw), free(z), free(w);
     return rc;
 }
@@ -226,13 +233,14 @@ int main(int argc, char **argv) {
     free(zero);
     double lse_ref_ms = median(ref.lse_ms, T);
     if (o.json)
-        printf("{\"tool\":\"pfilter\",\"kernel\":\"%s\",\"isa\":\"%s\",\"particles\":%" PRId64
-               ",\"steps\":%d,\"threads\":%d,\"seed\":%" PRIu64 ",\"lse_ms\":%.6g,\"lse_ref_ms\":%.6g,"
-               "\"step_ms\":%.6g,\"rmse\":%.6g,\"rmse_ref\":%.6g,\"mean_abs_diff_vs_ref\":%.6g,"
-               "\"mean_abs_diff_same_particles\":%.6g,\"mean_lse_abs_err\":%.6g,\"rms_truth\":%.6g}\n",
-               pc_lse_kernel_name(o.kernel), pc_isa_name(pc_cpu_best_isa()), o.particles, T,
-               o.threads, o.seed, lse_ms, lse_ref_ms, step_ms, rmse(k.est, truth, T),
-               rmse(ref.est, truth, T), diff, diff_same, lse_err, rms_truth);
+        printf(
+            "{\"tool\":\"pfilter\",\"kernel\":\"%s\",\"isa\":\"%s\",\"particles\":%" PRId64
+            ",\"steps\":%d,\"threads\":%d,\"seed\":%" PRIu64 ",\"lse_ms\":%.6g,\"lse_ref_ms\":%.6g,"
+            "\"step_ms\":%.6g,\"rmse\":%.6g,\"rmse_ref\":%.6g,\"mean_abs_diff_vs_ref\":%.6g,"
+            "\"mean_abs_diff_same_particles\":%.6g,\"mean_lse_abs_err\":%.6g,\"rms_truth\":%.6g}\n",
+            pc_lse_kernel_name(o.kernel), pc_isa_name(pc_cpu_best_isa()), o.particles, T, o.threads,
+            o.seed, lse_ms, lse_ref_ms, step_ms, rmse(k.est, truth, T), rmse(ref.est, truth, T),
+            diff, diff_same, lse_err, rms_truth);
     else
         printf("pfilter %s, %" PRId64 " particles, %d steps (median per step): LSE %.4f ms "
                "(ref %.4f ms), whole step %.4f ms; RMSE vs truth %.4f (ref %.4f); "

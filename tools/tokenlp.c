@@ -5,9 +5,10 @@
  *           [--threads T] [--sd S] [--reps N] [--seed S] [--json]
  *
  * --kernel picks the CPU path (the GPU has one). Logits are N(0, S^2) per element (S = 3 by
- * default, a spread like a language model's), targets uniform. The time is the median of --reps calls after one warm-up call; on the GPU each call is
- * timed with CUDA events and, when the logits are smaller than 256 MB, the calls rotate over
- * copies so that no call reads from a warm 60 MB L2. GB/s counts the logit bytes only.
+ * default, a spread like a language model's), targets uniform. The time is the median of --reps
+ * calls after one warm-up call; on the GPU each call is timed with CUDA events and, when the logits
+ * are smaller than 256 MB, the calls rotate over copies so that no call reads from a warm 60 MB L2.
+ * GB/s counts the logit bytes only.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -30,8 +31,9 @@ typedef struct args {
 } args;
 
 static void usage(void) {
-    fprintf(stderr, "usage: tokenlp --device cpu|cuda --rows R --vocab V [--dtype f32|bf16] "
-                    "[--kernel ref|fuse|int] [--threads T] [--sd S] [--reps N] [--seed S] [--json]\n");
+    fprintf(stderr,
+            "usage: tokenlp --device cpu|cuda --rows R --vocab V [--dtype f32|bf16] "
+            "[--kernel ref|fuse|int] [--threads T] [--sd S] [--reps N] [--seed S] [--json]\n");
     exit(2);
 }
 
@@ -66,9 +68,15 @@ static args parse(int argc, char **argv) {
             a.sd = strtod(v, &end);
             if (*end || !(a.sd >= 0.0)) usage();
         } else if (!strcmp(o, "--dtype")) {
-            if (pc_dtype_parse(v, &a.dtype) != PC_OK) { fprintf(stderr, "tokenlp: %s\n", pc_last_error()); exit(2); }
+            if (pc_dtype_parse(v, &a.dtype) != PC_OK) {
+                fprintf(stderr, "tokenlp: %s\n", pc_last_error());
+                exit(2);
+            }
         } else if (!strcmp(o, "--kernel")) {
-            if (pc_lse_kernel_parse(v, &a.kernel) != PC_OK) { fprintf(stderr, "tokenlp: %s\n", pc_last_error()); exit(2); }
+            if (pc_lse_kernel_parse(v, &a.kernel) != PC_OK) {
+                fprintf(stderr, "tokenlp: %s\n", pc_last_error());
+                exit(2);
+            }
         } else usage();
     }
     if (!have_device || !a.rows || !a.vocab) usage();
@@ -82,7 +90,8 @@ static void fill(const args *a, void *x, int64_t *targets) {
     pc_rng_init(&rng, a->seed);
     int64_t n = a->rows * a->vocab;
     for (int64_t i = 0; i < n; i++) {
-        float v = (float)(a->sd * sqrt(-2.0 * log(uniform01())) * cos(6.283185307179586 * uniform01()));
+        float v =
+            (float)(a->sd * sqrt(-2.0 * log(uniform01())) * cos(6.283185307179586 * uniform01()));
         if (a->dtype == PC_F32) ((float *)x)[i] = v;
         else {
             uint32_t u;
@@ -90,7 +99,8 @@ static void fill(const args *a, void *x, int64_t *targets) {
             ((uint16_t *)x)[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
         }
     }
-    for (int64_t r = 0; r < a->rows; r++) targets[r] = (int64_t)(uniform01() * (double)a->vocab) % a->vocab;
+    for (int64_t r = 0; r < a->rows; r++)
+        targets[r] = (int64_t)(uniform01() * (double)a->vocab) % a->vocab;
 }
 
 static int cmp_double(const void *p, const void *q) {
@@ -104,15 +114,17 @@ static double now_ms(void) {
     return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
-static int fail(const char *what) {
+/* Prints the library's last error after what failed; returns exit status 1. */
+static int call_failed(const char *what) {
     fprintf(stderr, "tokenlp: %s: %s\n", what, pc_last_error());
     return 1;
 }
 
 static int time_cpu(const args *a, const void *x, const int64_t *t, float *out, double *ms) {
     pc_lse_cpu_opts opts = {a->threads, PC_ISA_AUTO};
-    if (pc_logprob_rows(a->kernel, a->dtype, x, a->rows, a->vocab, a->vocab, t, out, &opts) != PC_OK)
-        return fail("pc_logprob_rows");
+    if (pc_logprob_rows(a->kernel, a->dtype, x, a->rows, a->vocab, a->vocab, t, out, &opts) !=
+        PC_OK)
+        return call_failed("pc_logprob_rows");
     for (int i = 0; i < a->reps; i++) {
         double t0 = now_ms();
         pc_logprob_rows(a->kernel, a->dtype, x, a->rows, a->vocab, a->vocab, t, out, &opts);
@@ -133,29 +145,33 @@ static int time_cuda(const args *a, const void *x, const int64_t *t, float *out,
     float *d_out = NULL;
     pc_cuda_timer *timer = NULL;
     int rc = 1;
-    if (pc_cuda_describe(name, name_len) != PC_OK) return fail("no GPU");
+    if (pc_cuda_describe(name, name_len) != PC_OK) return call_failed("no GPU");
     for (int c = 0; c < copies; c++)
-        if (pc_cuda_malloc(&d_x[c], bytes) != PC_OK || pc_cuda_memcpy_h2d(d_x[c], x, bytes) != PC_OK)
-            goto done;
+        if (pc_cuda_malloc(&d_x[c], bytes) != PC_OK ||
+            pc_cuda_memcpy_h2d(d_x[c], x, bytes) != PC_OK)
+            goto fail;
     if (pc_cuda_malloc((void **)&d_t, (size_t)a->rows * sizeof *t) != PC_OK ||
         pc_cuda_memcpy_h2d(d_t, t, (size_t)a->rows * sizeof *t) != PC_OK ||
         pc_cuda_malloc((void **)&d_out, (size_t)a->rows * sizeof *out) != PC_OK ||
-        pc_logprob_rows_cuda(PC_LSE_FUSE, a->dtype, d_x[0], a->rows, a->vocab, a->vocab, d_t, d_out, NULL, &scratch, NULL) != PC_OK ||
+        pc_logprob_rows_cuda(PC_LSE_FUSE, a->dtype, d_x[0], a->rows, a->vocab, a->vocab, d_t,
+                             d_out, NULL, &scratch, NULL) != PC_OK ||
         pc_cuda_malloc(&d_scratch, scratch) != PC_OK || pc_cuda_timer_create(&timer) != PC_OK)
-        goto done;
+        goto fail;
     for (int i = -1; i < a->reps; i++) {
         float e = 0.0f;
         if (pc_cuda_timer_start(timer, NULL) != PC_OK ||
-            pc_logprob_rows_cuda(PC_LSE_FUSE, a->dtype, d_x[(i + copies) % copies], a->rows, a->vocab, a->vocab, d_t,
-                                 d_out, d_scratch, &scratch, NULL) != PC_OK ||
-            pc_cuda_timer_stop(timer, NULL) != PC_OK || pc_cuda_timer_elapsed_ms(timer, &e) != PC_OK)
-            goto done;
+            pc_logprob_rows_cuda(PC_LSE_FUSE, a->dtype, d_x[(i + copies) % copies], a->rows,
+                                 a->vocab, a->vocab, d_t, d_out, d_scratch, &scratch,
+                                 NULL) != PC_OK ||
+            pc_cuda_timer_stop(timer, NULL) != PC_OK ||
+            pc_cuda_timer_elapsed_ms(timer, &e) != PC_OK)
+            goto fail;
         if (i >= 0) ms[i] = e;
     }
-    if (pc_cuda_memcpy_d2h(out, d_out, (size_t)a->rows * sizeof *out) != PC_OK) goto done;
+    if (pc_cuda_memcpy_d2h(out, d_out, (size_t)a->rows * sizeof *out) != PC_OK) goto fail;
     rc = 0;
-done:
-    if (rc) fail("CUDA run");
+fail:
+    if (rc) call_failed("CUDA run");
     for (int c = 0; c < copies; c++) pc_cuda_free(d_x[c]);
     pc_cuda_free(d_t), pc_cuda_free(d_out), pc_cuda_free(d_scratch);
     pc_cuda_timer_free(timer);
@@ -177,7 +193,8 @@ int main(int argc, char **argv) {
     char name[256] = "cpu";
     int rc = a.cuda ? time_cuda(&a, x, t, out, ms, name, sizeof name) : time_cpu(&a, x, t, out, ms);
     if (rc) return rc;
-    if (pc_logprob_rows_ref(a.dtype, x, a.rows, a.vocab, a.vocab, t, ref) != PC_OK) return fail("reference");
+    if (pc_logprob_rows_ref(a.dtype, x, a.rows, a.vocab, a.vocab, t, ref) != PC_OK)
+        return call_failed("reference");
     double mean_err = 0.0, max_err = 0.0;
     for (int64_t r = 0; r < a.rows; r++) {
         double e = fabs((double)out[r] - ref[r]);
@@ -190,14 +207,15 @@ int main(int argc, char **argv) {
     if (a.json)
         printf("{\"tool\":\"tokenlp\",\"device\":\"%s\",\"device_name\":\"%s\",\"kernel\":\"%s\","
                "\"dtype\":\"%s\",\"rows\":%" PRId64 ",\"vocab\":%" PRId64 ",\"threads\":%d,"
-               "\"ms\":%.6g,\"ms_min\":%.6g,\"gbps\":%.6g,\"mean_abs_err\":%.3e,\"max_abs_err\":%.3e}\n",
+               "\"ms\":%.6g,\"ms_min\":%.6g,\"gbps\":%.6g,\"mean_abs_err\":%.3e,"
+               "\"max_abs_err\":%.3e}\n",
                a.cuda ? "cuda" : "cpu", name, kernel, pc_dtype_name(a.dtype), a.rows, a.vocab,
                a.threads, med, ms[0], gbps, mean_err, max_err);
     else
         printf("%s %s %s rows %" PRId64 " vocab %" PRId64 ": %.4f ms (median of %d), %.1f GB/s, "
                "|err| vs FP64 mean %.2e max %.2e [%s]\n",
-               a.cuda ? "cuda" : "cpu", kernel, pc_dtype_name(a.dtype), a.rows, a.vocab, med, a.reps,
-               gbps, mean_err, max_err, name);
+               a.cuda ? "cuda" : "cpu", kernel, pc_dtype_name(a.dtype), a.rows, a.vocab, med,
+               a.reps, gbps, mean_err, max_err, name);
     free(x), free(t), free(out), free(ref), free(ms);
     return 0;
 }

@@ -1,5 +1,6 @@
 /* Small host-side helpers for device memory, synchronisation and timing, so that C tools,
  * tests and Python (ctypes) benchmarks can drive the CUDA kernels without CUDA headers.
+ * Every call acts on the calling thread's current CUDA device (cudaSetDevice chooses it).
  * In a build without CUDA every call returns PC_ERR_UNSUPPORTED (pc_cuda_free does nothing). */
 #ifndef PC_CUDA_H
 #define PC_CUDA_H

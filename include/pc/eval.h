@@ -49,7 +49,9 @@ typedef struct pc_evaluator pc_evaluator;
 /* Prepares a backend for the circuit: converts and (for GPU backends) uploads the parameters
  * once and allocates buffers for max_batch samples. The circuit must outlive the evaluator.
  * A GPU backend on a machine without a GPU returns PC_ERR_NO_DEVICE (or PC_ERR_UNSUPPORTED in
- * a build without CUDA); a model too large for the GPU returns PC_ERR_DEVICE_MEMORY. */
+ * a build without CUDA); a model too large for the GPU returns PC_ERR_DEVICE_MEMORY. A GPU
+ * evaluator runs on the calling thread's current CUDA device at its creation, which it keeps
+ * and makes current around each of its calls (restoring the caller's). */
 PC_API pc_status pc_evaluator_create(const pc_circuit *circuit, const pc_eval_opts *opts,
                                      pc_evaluator **out);
 PC_API void pc_evaluator_free(pc_evaluator *evaluator);

@@ -1,11 +1,17 @@
-/* PC_CUDA_CHECK: the one way CUDA and cuBLAS calls are checked in pcinfer's .cu files.
+/* The one way CUDA runtime and cuBLAS calls are checked in pcinfer's .cu files.
  *
- * A failing call records "<call text> failed (<file>:<line>): <error string>" through pc_fail
- * with PC_ERR_CUDA, stores that code in the enclosing function's `pc_status st`, and jumps to its
- * `cleanup:` label, so device memory and events are released on every path and nothing exits.
- * The runtime's last-error slot is cleared once the error is recorded: otherwise an error that
- * was already returned would be reported again by the next cudaGetLastError() after a launch.
- * Kernel launches are followed by PC_CUDA_CHECK(cudaGetLastError()). */
+ * PC_CHECK_GEN(call, ok, status_of, string_of) evaluates `call` once; if it did not return
+ * `ok`, it records "<call text> failed (<file>:<line>): <string_of(error)>" through pc_fail,
+ * stores status_of(error) in the enclosing function's `pc_status st` and jumps to its `fail:`
+ * label, where the function releases what it holds and returns st. Nothing exits.
+ *
+ *   PC_CUDA_CHECK(call)    the CUDA runtime (this header);
+ *   PC_CUBLAS_CHECK(call)  cuBLAS (src/eval/cuda/gemm/cublas_lazy.h, which loads cuBLAS).
+ *
+ * A CUDA error maps to PC_ERR_DEVICE_MEMORY (an allocation), PC_ERR_NO_DEVICE (no GPU or no
+ * driver) or PC_ERR_CUDA. Once recorded, the runtime's last-error slot is cleared: an error
+ * already returned must not resurface at the next launch check. Every kernel launch is followed
+ * by PC_CUDA_CHECK(cudaGetLastError()). */
 #ifndef PC_CUDA_CHECK_CUH
 #define PC_CUDA_CHECK_CUH
 
@@ -16,21 +22,35 @@
 #include "pc/status.h"
 
 /* File name without its directories: messages stay short and machine-independent. */
-static inline const char *pc_cuda_file_base(const char *path) {
+static inline const char *pc_check_file_base(const char *path) {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;
 }
 
-#define PC_CUDA_CHECK(call)                                                                   \
+/* Records a failed call and returns `status`. */
+static inline pc_status pc_check_failed(pc_status status, const char *call, const char *file,
+                                        int line, const char *why) {
+    return pc_fail(status, "%s failed (%s:%d): %s", call, pc_check_file_base(file), line, why);
+}
+
+#define PC_CHECK_GEN(call, ok, status_of, string_of)                                          \
     do {                                                                                      \
-        cudaError_t pc_cuda_err_ = (call);                                                    \
-        if (pc_cuda_err_ != cudaSuccess) {                                                    \
-            st = pc_fail(PC_ERR_CUDA, "%s failed (%s:%d): %s", #call,                         \
-                         pc_cuda_file_base(__FILE__), __LINE__,                               \
-                         cudaGetErrorString(pc_cuda_err_));                                   \
-            cudaGetLastError(); /* reported: do not let it resurface at a later launch check */ \
-            goto cleanup;                                                                     \
+        const auto pc_check_err_ = (call);                                                    \
+        if (pc_check_err_ != (ok)) {                                                          \
+            st = pc_check_failed(status_of(pc_check_err_), #call, __FILE__, __LINE__,        \
+                                 string_of(pc_check_err_));                                   \
+            goto fail;                                                                        \
         }                                                                                     \
     } while (0)
+
+/* The status of a failed CUDA runtime call; clears the last-error slot. */
+static inline pc_status pc_cuda_status(cudaError_t err) {
+    (void)cudaGetLastError();
+    if (err == cudaErrorMemoryAllocation) return PC_ERR_DEVICE_MEMORY;
+    if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver) return PC_ERR_NO_DEVICE;
+    return PC_ERR_CUDA;
+}
+
+#define PC_CUDA_CHECK(call) PC_CHECK_GEN(call, cudaSuccess, pc_cuda_status, cudaGetErrorString)
 
 #endif

@@ -25,15 +25,8 @@ extern "C" pc_status pc_cuda_malloc(void **d_ptr, size_t bytes) {
     pc_status st = PC_OK;
     if (!d_ptr) return pc_fail(PC_ERR_ARG, "pc_cuda_malloc: d_ptr is NULL");
     *d_ptr = NULL;
-    {
-        cudaError_t err = cudaMalloc(d_ptr, bytes);
-        if (err == cudaErrorMemoryAllocation) {
-            cudaGetLastError();
-            return pc_fail(PC_ERR_DEVICE_MEMORY, "cudaMalloc of %zu bytes: out of GPU memory", bytes);
-        }
-        PC_CUDA_CHECK(err);
-    }
-cleanup:
+    PC_CUDA_CHECK(cudaMalloc(d_ptr, bytes));
+fail:
     return st;
 }
 
@@ -45,7 +38,7 @@ extern "C" pc_status pc_cuda_memcpy_h2d(void *d_dst, const void *src, size_t byt
     pc_status st = PC_OK;
     if (bytes && (!d_dst || !src)) return pc_fail(PC_ERR_ARG, "pc_cuda_memcpy_h2d: NULL pointer");
     PC_CUDA_CHECK(cudaMemcpy(d_dst, src, bytes, cudaMemcpyHostToDevice));
-cleanup:
+fail:
     return st;
 }
 
@@ -53,7 +46,7 @@ extern "C" pc_status pc_cuda_memcpy_d2h(void *dst, const void *d_src, size_t byt
     pc_status st = PC_OK;
     if (bytes && (!dst || !d_src)) return pc_fail(PC_ERR_ARG, "pc_cuda_memcpy_d2h: NULL pointer");
     PC_CUDA_CHECK(cudaMemcpy(dst, d_src, bytes, cudaMemcpyDeviceToHost));
-cleanup:
+fail:
     return st;
 }
 
@@ -61,14 +54,14 @@ extern "C" pc_status pc_cuda_memset(void *d_ptr, int byte, size_t bytes) {
     pc_status st = PC_OK;
     if (bytes && !d_ptr) return pc_fail(PC_ERR_ARG, "pc_cuda_memset: d_ptr is NULL");
     PC_CUDA_CHECK(cudaMemset(d_ptr, byte, bytes));
-cleanup:
+fail:
     return st;
 }
 
 extern "C" pc_status pc_cuda_synchronize(void) {
     pc_status st = PC_OK;
     PC_CUDA_CHECK(cudaDeviceSynchronize());
-cleanup:
+fail:
     return st;
 }
 
@@ -84,7 +77,7 @@ extern "C" pc_status pc_cuda_describe(char *text, size_t len) {
     snprintf(text, len, "%s, %d SMs, %.0f MiB, driver %d.%d, runtime %d.%d", prop.name,
              prop.multiProcessorCount, prop.totalGlobalMem / 1048576.0, driver / 1000,
              driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
-cleanup:
+fail:
     return st;
 }
 
@@ -99,7 +92,7 @@ extern "C" pc_status pc_cuda_timer_create(pc_cuda_timer **timer) {
     PC_CUDA_CHECK(cudaEventCreate(&t->stop));
     *timer = t;
     t = NULL;
-cleanup:
+fail:
     pc_cuda_timer_free(t);
     return st;
 }
@@ -108,7 +101,7 @@ extern "C" pc_status pc_cuda_timer_start(pc_cuda_timer *timer, pc_stream stream)
     pc_status st = PC_OK;
     if (!timer) return pc_fail(PC_ERR_ARG, "pc_cuda_timer_start: timer is NULL");
     PC_CUDA_CHECK(cudaEventRecord(timer->start, (cudaStream_t)stream));
-cleanup:
+fail:
     return st;
 }
 
@@ -116,7 +109,7 @@ extern "C" pc_status pc_cuda_timer_stop(pc_cuda_timer *timer, pc_stream stream) 
     pc_status st = PC_OK;
     if (!timer) return pc_fail(PC_ERR_ARG, "pc_cuda_timer_stop: timer is NULL");
     PC_CUDA_CHECK(cudaEventRecord(timer->stop, (cudaStream_t)stream));
-cleanup:
+fail:
     return st;
 }
 
@@ -125,7 +118,7 @@ extern "C" pc_status pc_cuda_timer_elapsed_ms(pc_cuda_timer *timer, float *ms) {
     if (!timer || !ms) return pc_fail(PC_ERR_ARG, "pc_cuda_timer_elapsed_ms: NULL argument");
     PC_CUDA_CHECK(cudaEventSynchronize(timer->stop));
     PC_CUDA_CHECK(cudaEventElapsedTime(ms, timer->start, timer->stop));
-cleanup:
+fail:
     return st;
 }
 

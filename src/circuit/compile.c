@@ -187,7 +187,8 @@ pc_status pc_circuit_pad_latents(const pc_circuit *c, int32_t num_latents, pc_ci
     if (!out) return pc_fail(PC_ERR_ARG, "pc_circuit_pad_latents: out is NULL");
     *out = NULL;
     if (!c || num_latents < c->num_latents)
-        return pc_fail(PC_ERR_ARG, "pc_circuit_pad_latents: %d states is fewer than the circuit's %d",
+        return pc_fail(PC_ERR_ARG,
+                       "pc_circuit_pad_latents: %d states is fewer than the circuit's %d",
                        num_latents, c ? c->num_latents : 0);
     const size_t V = (size_t)c->num_vars, G = (size_t)c->num_groups, C = (size_t)c->num_cats;
     const size_t T = (size_t)c->num_trans, K = (size_t)c->num_latents, K2 = (size_t)num_latents;

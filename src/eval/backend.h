@@ -1,7 +1,7 @@
 /* The interface each evaluation backend implements (internal). pc_evaluate() in
  * src/eval/eval.c checks arguments and data, then calls the backend's ops. */
-#ifndef PC_LAYERS_BACKEND_H
-#define PC_LAYERS_BACKEND_H
+#ifndef PC_EVAL_BACKEND_H
+#define PC_EVAL_BACKEND_H
 
 #include "pc/eval.h"
 
@@ -19,18 +19,20 @@ typedef struct pc_backend_ops {
     void (*destroy)(void *state);
 } pc_backend_ops;
 
-/* One table per backend; the CUDA ones live in src/eval/cuda/cuda_*.cu (and a build without CUDA
- * links stand-ins whose create returns PC_ERR_UNSUPPORTED). */
+/* One table per backend; the CUDA ones live in src/eval/cuda (fuse/, int/, gemm/; a build
+ * without CUDA links stand-ins whose create returns PC_ERR_UNSUPPORTED). */
 extern const pc_backend_ops pc_backend_ref_ops;
 extern const pc_backend_ops pc_backend_cpu_ops;
 extern const pc_backend_ops pc_backend_cpu_fuse_ops;
 extern const pc_backend_ops pc_backend_fuse_ops;
 extern const pc_backend_ops pc_backend_int_ops;
 extern const pc_backend_ops pc_backend_gemm_ops;
-/* fuse's two strategies by name, for tests and benchmarks (fuse itself picks one by K). */
-extern const pc_backend_ops pc_backend_fuse_tile_ops;
-extern const pc_backend_ops pc_backend_fuse_persistent_ops;
-extern const pc_backend_ops pc_backend_fuse_warp_ops;
+
+/* For the testing hooks (src/testing): an evaluator over the given ops (pc_evaluator_create's
+ * checks, then ops->create), and the ops and state of an evaluator. */
+pc_status pc_evaluator_create_ops(const pc_circuit *circuit, const pc_eval_opts *opts,
+                                  const pc_backend_ops *ops, pc_evaluator **out);
+const pc_backend_ops *pc_evaluator_ops(const pc_evaluator *evaluator, void **state);
 
 #ifdef __cplusplus
 }

@@ -52,6 +52,14 @@ pc_status pc_evaluator_create(const pc_circuit *circuit, const pc_eval_opts *opt
     if (!circuit || !opts) return pc_fail(PC_ERR_ARG, "pc_evaluator_create: NULL argument");
     const pc_backend_ops *ops = ops_of(opts->backend);
     if (!ops) return pc_fail(PC_ERR_ARG, "pc_evaluator_create: unknown backend %d", (int)opts->backend);
+    return pc_evaluator_create_ops(circuit, opts, ops, out);
+}
+
+pc_status pc_evaluator_create_ops(const pc_circuit *circuit, const pc_eval_opts *opts,
+                                  const pc_backend_ops *ops, pc_evaluator **out) {
+    if (!out) return pc_fail(PC_ERR_ARG, "pc_evaluator_create: out is NULL");
+    *out = NULL;
+    if (!circuit || !opts || !ops) return pc_fail(PC_ERR_ARG, "pc_evaluator_create: NULL argument");
     if (opts->max_batch < 1)
         return pc_fail(PC_ERR_ARG, "pc_evaluator_create: max_batch = %lld (need >= 1)",
                        (long long)opts->max_batch);
@@ -94,6 +102,11 @@ pc_status pc_evaluate(pc_evaluator *e, const uint8_t *x, const uint8_t *missing,
                                "categories (0..%d)",
                                (long long)(i / V), (long long)(i % V), x[i], C, C - 1);
     return e->ops->evaluate(e->state, x, missing, n, logp);
+}
+
+const pc_backend_ops *pc_evaluator_ops(const pc_evaluator *e, void **state) {
+    if (state) *state = e ? e->state : NULL;
+    return e ? e->ops : NULL;
 }
 
 size_t pc_evaluator_peak_device_bytes(const pc_evaluator *e) {

@@ -32,6 +32,7 @@
 #include "base/fail.h"
 #include "learn/learn_em_internal.h"
 #include "learn/learn_internal.h"
+#include "pc/lse.h" /* pc_cpu_best_isa */
 
 static void thread_free(pc_em_thread *t) {
     free(t->e);
@@ -80,10 +81,10 @@ static pc_status make_order(pc_em *em) {
     const int32_t n = em->num_vars;
     int32_t *start = calloc((size_t)n + 2, sizeof *start);
     int32_t *kids = malloc((size_t)n * sizeof *kids);
+    pc_status st = PC_OK;
     if (!start || !kids) {
-        free(start);
-        free(kids);
-        return pc_fail(PC_ERR_NOMEM, "EM: tree order for %d variables", n);
+        st = pc_fail(PC_ERR_NOMEM, "EM: tree order for %d variables", n);
+        goto fail;
     }
     for (int32_t v = 0; v < n; v++)
         if (em->parent[v] >= 0) start[em->parent[v] + 2]++;
@@ -101,9 +102,10 @@ static pc_status make_order(pc_em *em) {
         int32_t u = em->order[head++];
         for (int32_t i = start[u]; i < start[u + 1]; i++) em->order[tail++] = kids[i];
     }
+fail:
     free(start);
     free(kids);
-    return PC_OK;
+    return st;
 }
 
 /* trans_wt[t, k, j] = trans_w[t, j, k]: the forward pass adds columns of W. */
@@ -116,16 +118,10 @@ static void transpose_trans(pc_em *em) {
 }
 
 void pc_em_pick_kernels(pc_em *em) {
-    em->kern = pc_em_kernels_generic;
-#if defined(__x86_64__) || defined(__i386__)
-    /* __builtin_cpu_supports also checks (xgetbv) that the OS saves the wide registers. */
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-        em->kern = pc_em_kernels_avx512;
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        em->kern = pc_em_kernels_avx2;
-#endif
+    const pc_isa isa = pc_cpu_best_isa();
+    em->kern = isa == PC_ISA_AVX512 ? pc_em_kernels_avx512
+               : isa == PC_ISA_AVX2 ? pc_em_kernels_avx2
+                                    : pc_em_kernels_generic;
 }
 
 pc_status pc_em_create(const pc_hclt *model, pc_em **out) {

@@ -79,7 +79,7 @@ pc_status pc_learn_chow_liu(int32_t num_vars, const double *mi, int32_t *parent)
     pc_status st = PC_OK;
     if (!link || !adj_start || !adj || !fill || !order || !depth || !best || !in_tree) {
         st = pc_fail(PC_ERR_NOMEM, "Chow-Liu: buffers for %d variables", n);
-        goto done;
+        goto fail;
     }
     prim(n, mi, link, best, in_tree);
 
@@ -108,7 +108,7 @@ pc_status pc_learn_chow_liu(int32_t num_vars, const double *mi, int32_t *parent)
         }
     }
     bfs(n, adj_start, adj, root, order, depth, parent);
-done:
+fail:
     free(link);
     free(adj_start);
     free(adj);

@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "base/cuda_check.cuh"
 #include "base/fail.h"
 #include "logprob/logprob_internal.h"
 
@@ -209,34 +210,25 @@ logprob_combine(const T *__restrict__ x, int64_t rows, int64_t vocab, int64_t st
 }
 
 /* Resident blocks of logprob_pieces on the current device (SMs x blocks per SM), cached. */
-int resident_blocks(pc_status *st) {
+pc_status resident_blocks(int *blocks) {
     static std::atomic<int> cache[64];
-    int dev = 0;
-    cudaError_t err = cudaGetDevice(&dev);
-    if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver) {
-        cudaGetLastError();
-        *st = pc_fail(PC_ERR_NO_DEVICE, "logprob: no usable GPU: %s", cudaGetErrorString(err));
-        return 0;
-    }
-    if (err != cudaSuccess || dev < 0 || dev >= 64) {
-        cudaGetLastError();
-        *st = pc_fail(PC_ERR_CUDA, "logprob: no current CUDA device: %s", cudaGetErrorString(err));
-        return 0;
-    }
-    int n = cache[dev].load(std::memory_order_relaxed);
-    if (n > 0) return n;
-    int sms = 0, per_sm = 0;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, logprob_pieces<float>, LP_THREADS, 0) !=
-            cudaSuccess ||
-        sms <= 0 || per_sm <= 0) {
-        *st = pc_fail(PC_ERR_CUDA, "logprob: cannot query the GPU's size: %s",
-                      cudaGetErrorString(cudaGetLastError()));
-        return 0;
-    }
-    n = sms * per_sm;
-    cache[dev].store(n, std::memory_order_relaxed);
-    return n;
+    pc_status st = PC_OK;
+    int dev = 0, sms = 0, per_sm = 0;
+    PC_CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev >= 64)
+        return pc_fail(PC_ERR_UNSUPPORTED, "logprob: device %d: at most 64 GPUs are supported", dev);
+    *blocks = cache[dev].load(std::memory_order_relaxed);
+    if (*blocks > 0) return PC_OK;
+    PC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    PC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, logprob_pieces<float>,
+                                                                LP_THREADS, 0));
+    if (sms <= 0 || per_sm <= 0)
+        return pc_fail(PC_ERR_CUDA, "logprob: the GPU reports %d SMs, %d blocks per SM", sms,
+                       per_sm);
+    *blocks = sms * per_sm;
+    cache[dev].store(*blocks, std::memory_order_relaxed);
+fail:
+    return st;
 }
 
 /* Pieces per row that minimise the modelled time: waves of resident blocks times the bytes one
@@ -265,18 +257,18 @@ pc_status launch(const T *x, int64_t rows, int64_t vocab, int64_t stride, const 
     int64_t piece = (vocab + chunks - 1) / chunks;
     piece = (piece + 7) / 8 * 8;
     chunks = (int)((vocab + piece - 1) / piece);
+    pc_status st = PC_OK;
     logprob_pieces<T><<<(unsigned)(rows * chunks), LP_THREADS, 0, stream>>>(x, vocab, stride, chunks, piece,
                                                                             targets, out, part);
-    cudaError_t err = cudaGetLastError();
-    if (err == cudaSuccess && chunks > 1) {
+    PC_CUDA_CHECK(cudaGetLastError());
+    if (chunks > 1) {
         const int per_block = LP_COMBINE_THREADS / 32;
         logprob_combine<T><<<(unsigned)((rows + per_block - 1) / per_block), LP_COMBINE_THREADS, 0, stream>>>(
             x, rows, vocab, stride, chunks, targets, part, out);
-        err = cudaGetLastError();
+        PC_CUDA_CHECK(cudaGetLastError());
     }
-    if (err != cudaSuccess)
-        return pc_fail(PC_ERR_CUDA, "logprob: kernel launch failed: %s", cudaGetErrorString(err));
-    return PC_OK;
+fail:
+    return st;
 }
 
 } /* namespace */
@@ -296,8 +288,8 @@ extern "C" pc_status pc_logprob_rows_cuda(pc_lse_kernel kernel, pc_dtype dtype, 
     size_t esize = pc_dtype_size(dtype);
     int chunks = 1;
     if (rows > 0) {
-        int slots = resident_blocks(&st);
-        if (st != PC_OK) return st;
+        int slots = 0;
+        if ((st = resident_blocks(&slots))) return st;
         chunks = choose_chunks(rows, vocab, esize, slots);
         if (rows * chunks > ((int64_t)1 << 31) - 1) chunks = 1;
     }

@@ -22,19 +22,6 @@
 
 /* ---- instruction set --------------------------------------------------------------------- */
 
-pc_isa pc_cpu_best_isa(void) {
-    /* __builtin_cpu_supports also checks (xgetbv) that the OS saves the wide registers. */
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return PC_ISA_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
-        return PC_ISA_AVX2;
-    return PC_ISA_SCALAR;
-}
-
 pc_status pc_lse_cpu_resolve(const pc_lse_cpu_opts *opts, const pc_lse_cpu_impl **impl,
                              int *threads) {
     pc_isa isa = opts ? opts->isa : PC_ISA_AUTO;

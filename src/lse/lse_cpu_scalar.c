@@ -6,14 +6,22 @@
 
 #include "lse/lse_cpu.h"
 
-/* Max pass then exp pass over one chunk of at most PC_CPU_FUSE_CHUNK floats. */
-static void fuse_chunk(const float *x, int64_t n, float *m_out, float *s_out) {
+static void max_f32(const float *x, int64_t n, float *m_out, int *has_nan) {
     float m = -INFINITY;
     int nan = 0;
     for (int64_t i = 0; i < n; i++) {
         m = x[i] > m ? x[i] : m;
         nan |= x[i] != x[i];
     }
+    *m_out = m;
+    *has_nan = nan;
+}
+
+/* Max pass then exp pass over one chunk of at most PC_CPU_FUSE_CHUNK floats. */
+static void fuse_chunk(const float *x, int64_t n, float *m_out, float *s_out) {
+    float m;
+    int nan;
+    max_f32(x, n, &m, &nan);
     *m_out = m;
     if (nan || m == INFINITY) {
         *s_out = NAN;
@@ -38,17 +46,6 @@ static void widen(pc_dtype dtype, const uint16_t *src, int64_t n, float *dst) {
     else
         for (int64_t i = 0; i < n; i++)
             dst[i] = pc_bf16_to_f32(src[i]);
-}
-
-static void max_f32(const float *x, int64_t n, float *m_out, int *has_nan) {
-    float m = -INFINITY;
-    int nan = 0;
-    for (int64_t i = 0; i < n; i++) {
-        m = x[i] > m ? x[i] : m;
-        nan |= x[i] != x[i];
-    }
-    *m_out = m;
-    *has_nan = nan;
 }
 
 /* pc_int_from_shifted() with the rounding inlined: lrintf is a library call unless errno is

@@ -128,9 +128,9 @@ pc_status pc_lse_weighted(pc_lse_kernel kernel, const float *w, const float *x, 
     void *wprep = calloc(cells ? cells : 1, sizeof(float));
     float *row = malloc(sizeof(float) * (size_t)(ins ? ins : 1));
     if (!wmax || !wbad || !wprep || !row) {
-        free(wmax), free(wbad), free(wprep), free(row);
-        return pc_fail(PC_ERR_NOMEM, "weighted LSE: weight tables for %lld x %lld", (long long)outs,
-                       (long long)ins);
+        st = pc_fail(PC_ERR_NOMEM, "weighted LSE: weight tables for %lld x %lld", (long long)outs,
+                     (long long)ins);
+        goto fail;
     }
     unsigned mode = pc_flush_begin(); /* as the per-sample work does (pc_lse_cpu_for) */
     for (int64_t j = 0; j < outs; j++) {
@@ -151,11 +151,11 @@ pc_status pc_lse_weighted(pc_lse_kernel kernel, const float *w, const float *x, 
         }
     }
     pc_flush_end(mode);
-    free(row);
     c.wmax = wmax, c.wbad = wbad, c.ew = wprep, c.wq = wprep;
     size_t scratch = sizeof(int32_t) * ((size_t)(ins + outs) + PC_CPU_LANE_SCRATCH(ins));
     st = pc_lse_cpu_for(batch, threads, scratch, weighted_one, &c);
-    free(wmax), free(wbad), free(wprep);
+fail:
+    free(wmax), free(wbad), free(wprep), free(row);
     return st;
 }
 

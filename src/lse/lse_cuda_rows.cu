@@ -273,7 +273,7 @@ pc_status block_slots(int *slots) {
     PC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, rows_block<P>, kBlock, 0));
     *slots = sms * (bps > 0 ? bps : 1);
     if (dev < kMaxDevices) cache[dev] = *slots;
-cleanup:
+fail:
     return st;
 }
 
@@ -348,7 +348,7 @@ pc_status run_rows(const void *d_x, int64_t rows, int64_t cols, int64_t stride, 
         rows_combine<P><<<(unsigned)blocks, kBlock, 0, stream>>>(partial, rows, plan.segs, d_out, table);
         PC_CUDA_CHECK(cudaGetLastError());
     }
-cleanup:
+fail:
     return st;
 }
 
@@ -365,29 +365,23 @@ pc_status pc_lse_cuda_table(const int32_t **d_table) {
     int dev = 0;
     void *addr = nullptr;
     int32_t host[PC_INT_TABLE_LEN];
-    cudaError_t err = cudaGetDevice(&dev);
-    if (err != cudaSuccess) {
-        cudaGetLastError();
-        return pc_fail(PC_ERR_CUDA, "cudaGetDevice failed (%s:%d): %s", pc_cuda_file_base(__FILE__), __LINE__,
-                       cudaGetErrorString(err));
-    }
+    PC_CUDA_CHECK(cudaGetDevice(&dev));
     if (dev >= kMaxDevices)
         return pc_fail(PC_ERR_UNSUPPORTED, "device %d: at most %d GPUs are supported", dev, kMaxDevices);
-    g_table_mutex.lock();
-    if (!g_tables[dev]) {
-        pc_int_table_fill(host);
-        PC_CUDA_CHECK(cudaMemcpyToSymbol(g_int_table, host, sizeof(host)));
-        PC_CUDA_CHECK(cudaGetSymbolAddress(&addr, g_int_table));
-        /* A pageable copy may still be in flight when it returns; kernels on other streams
-         * must see the whole table. Once per device. */
-        PC_CUDA_CHECK(cudaDeviceSynchronize());
-        g_tables[dev] = static_cast<const int32_t *>(addr);
+    {
+        std::lock_guard<std::mutex> lock(g_table_mutex);
+        if (!g_tables[dev]) {
+            pc_int_table_fill(host);
+            PC_CUDA_CHECK(cudaMemcpyToSymbol(g_int_table, host, sizeof(host)));
+            PC_CUDA_CHECK(cudaGetSymbolAddress(&addr, g_int_table));
+            /* A pageable copy may still be in flight when it returns; kernels on other streams
+             * must see the whole table. Once per device. */
+            PC_CUDA_CHECK(cudaDeviceSynchronize());
+            g_tables[dev] = static_cast<const int32_t *>(addr);
+        }
+        *d_table = g_tables[dev];
     }
-    *d_table = g_tables[dev];
-    g_table_mutex.unlock();
-    return PC_OK;
-cleanup:
-    g_table_mutex.unlock();
+fail:
     return st;
 }
 
@@ -401,7 +395,7 @@ pc_status pc_lse_cuda_sm_count(int *sms) {
     }
     PC_CUDA_CHECK(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
     if (dev < kMaxDevices) g_sms[dev] = *sms;
-cleanup:
+fail:
     return st;
 }
 

@@ -212,7 +212,7 @@ extern "C" pc_status pc_lse_weighted_cuda(pc_lse_kernel kernel, const float *d_w
         weighted_int<<<grid, 256, 0, s>>>(d_w, d_x, batch, outs, ins, x_stride, d_out, table);
     }
     PC_CUDA_CHECK(cudaGetLastError());
-cleanup:
+fail:
     return st;
 }
 
@@ -239,6 +239,6 @@ extern "C" pc_status pc_lse_backward_cuda(const float *d_x, const float *d_lse, 
     backward_rows<<<dim3((unsigned)gx, (unsigned)gy), dim3(tpr, 256 / tpr), 0, (cudaStream_t)stream>>>(
         d_x, d_lse, rows, cols, stride, d_grad, grad_stride);
     PC_CUDA_CHECK(cudaGetLastError());
-cleanup:
+fail:
     return st;
 }

@@ -61,7 +61,7 @@ static pc_status read_string_attr(const reader *r, const char *name, char *buf, 
     if (type < 0 || space < 0 || H5Tget_class(type) != H5T_STRING ||
         H5Sget_simple_extent_npoints(space) != 1) {
         st = pc_fail(PC_ERR_FORMAT, "%s: attribute '%s' is not a single string", path, name);
-        goto done;
+        goto fail;
     }
     if (H5Tis_variable_str(type) > 0) {
         hid_t mem = H5Tcopy(H5T_C_S1);
@@ -79,7 +79,7 @@ static pc_status read_string_attr(const reader *r, const char *name, char *buf, 
         if (size == 0 || size > PC_FORMAT_ATTR_MAX) {
             st = pc_fail(PC_ERR_FORMAT, "%s: attribute '%s' is a string of %zu bytes; expected "
                                         "'%s'", path, name, size, PC_HCLT_FORMAT_NAME);
-            goto done;
+            goto fail;
         }
         char s[PC_FORMAT_ATTR_MAX + 1] = "";
         hid_t mem = H5Tcopy(H5T_C_S1);
@@ -91,7 +91,7 @@ static pc_status read_string_attr(const reader *r, const char *name, char *buf, 
             printable_copy(buf, len, s);
         H5Tclose(mem);
     }
-done:
+fail:
     if (space >= 0) H5Sclose(space);
     if (type >= 0) H5Tclose(type);
     if (attr >= 0) H5Aclose(attr);
@@ -220,7 +220,7 @@ static pc_status open_dataset(reader *r, const char *name, H5T_class_t cls, int 
     hid_t space = d >= 0 ? H5Dget_space(d) : -1;
     if (d < 0 || type < 0 || space < 0) {
         st = pc_fail(PC_ERR_FORMAT, "%s: %s is not a readable dataset", path, name);
-        goto done;
+        goto fail;
     }
     H5T_class_t got = H5Tget_class(type);
     size_t elem = H5Tget_size(type);
@@ -229,17 +229,17 @@ static pc_status open_dataset(reader *r, const char *name, H5T_class_t cls, int 
                      got == H5T_FLOAT ? "float" : got == H5T_INTEGER ? "integer"
                      : got == H5T_STRING ? "string" : "non-numeric",
                      cls == H5T_FLOAT ? "float" : "integer");
-        goto done;
+        goto fail;
     }
     if (elem == 0 || elem > 16) {
         st = pc_fail(PC_ERR_FORMAT, "%s: %s has %zu-byte values", path, name, elem);
-        goto done;
+        goto fail;
     }
     int nd = H5Sget_simple_extent_ndims(space);
     hsize_t dims[8];
     if (nd != rank || H5Sget_simple_extent_dims(space, dims, NULL) != rank) {
         st = pc_fail(PC_ERR_FORMAT, "%s: %s has %d dimensions; expected %d", path, name, nd, rank);
-        goto done;
+        goto fail;
     }
     for (int i = 0; i < rank; i++) {
         if (want[i] < 0 ? dims[i] <= INT64_MAX : dims[i] == (hsize_t)want[i]) continue;
@@ -254,11 +254,11 @@ static pc_status open_dataset(reader *r, const char *name, H5T_class_t cls, int 
         st = pc_fail(PC_ERR_FORMAT,
                      "%s: %s has shape %s; expected [%s] from num_vars, num_cats, num_latents",
                      path, name, dims_text(dims, rank, shape, sizeof shape), exp);
-        goto done;
+        goto fail;
     }
     for (int i = 0; i < rank; i++) dims_out[i] = (int64_t)dims[i];
     st = check_storage(r, d, name, dims, rank, elem);
-done:
+fail:
     if (space >= 0) H5Sclose(space);
     if (type >= 0) H5Tclose(type);
     if (st == PC_OK)
@@ -334,18 +334,18 @@ static pc_status read_open(reader *r, int64_t max_bytes, const pc_hclt_read_hook
         (st = open_dataset(r, "/params/root_logw", H5T_FLOAT, 1, w_k, d_root, &ds[2])) ||
         (st = open_dataset(r, "/params/trans_logw", H5T_FLOAT, 3, w_tl, d_tl, &ds[3])) ||
         (st = open_dataset(r, "/params/input_logp", H5T_FLOAT, 3, w_in, d_in, &ds[4])))
-        goto done;
+        goto fail;
     if (d_tl[0] > INT32_MAX) {
         st = pc_fail(PC_ERR_FORMAT, "%s: /params/trans_logw has %lld rows, more than 2^31 - 1",
                      path, (long long)d_tl[0]);
-        goto done;
+        goto fail;
     }
     if ((st = pc_hclt_check_size(V, C, K, d_tl[0], max_bytes, path, PC_ERR_FORMAT)) != PC_OK)
-        goto done;
-    if (hook && (st = hook->sizes(hook->ctx, V, C, K, (int32_t)d_tl[0])) != PC_OK) goto done;
+        goto fail;
+    if (hook && (st = hook->sizes(hook->ctx, V, C, K, (int32_t)d_tl[0])) != PC_OK) goto fail;
     if ((st = pc_hclt_create(V, C, K, (int32_t)d_tl[0], &m)) != PC_OK) {
         st = pc_fail(st, "%s: %s", path, pc_last_error());
-        goto done;
+        goto fail;
     }
     /* Sizes passed pc_hclt_check_size: these products fit. */
     if ((st = read_ints(ds[0], path, "/structure/parent", m->parent, V)) ||
@@ -354,8 +354,8 @@ static pc_status read_open(reader *r, int64_t max_bytes, const pc_hclt_read_hook
         (st = read_doubles(ds[3], path, "/params/trans_logw", m->trans_logw, d_tl[0] * K * K)) ||
         (st = read_doubles(ds[4], path, "/params/input_logp", m->input_logp,
                            (int64_t)V * K * C)))
-        goto done;
-done:
+        goto fail;
+fail:
     for (int i = 0; i < 5; i++)
         if (ds[i] >= 0) H5Dclose(ds[i]);
     if (st == PC_OK)

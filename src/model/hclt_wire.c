@@ -124,6 +124,12 @@ static pc_wire_end receive_model(int fd, const int32_t s[4], double deadline, pc
     return e;
 }
 
+static pc_status garbled(const char *name, pc_wire_end *end) {
+    *end = PC_WIRE_BAD;
+    return pc_fail(PC_ERR_FORMAT, "%s: not a valid model file (the reader's answer is garbled)",
+                   name);
+}
+
 pc_status pc_wire_receive(int fd, const pc_wire_limits *limits, const char *name, pc_hclt **out,
                           pc_wire_end *end, int *sizes_seen) {
     *out = NULL;
@@ -133,11 +139,11 @@ pc_status pc_wire_receive(int fd, const pc_wire_limits *limits, const char *name
     if ((*end = read_full(fd, &tag, sizeof tag, deadline)) != PC_WIRE_MODEL) return PC_ERR_FORMAT;
     if (tag == TAG_ERROR) return receive_error(fd, name, deadline, end);
     int32_t s[4];
-    if (tag != TAG_SIZES) goto bad;
+    if (tag != TAG_SIZES) return garbled(name, end);
     if ((*end = read_full(fd, s, sizeof s, deadline)) != PC_WIRE_MODEL) return PC_ERR_FORMAT;
     *sizes_seen = 1;
+    if (s[0] < 1 || s[1] < 2 || s[2] < 1 || s[3] < 0) return garbled(name, end);
     pc_status st;
-    if (s[0] < 1 || s[1] < 2 || s[2] < 1 || s[3] < 0) goto bad;
     if ((st = pc_hclt_check_size(s[0], s[1], s[2], s[3], limits->max_bytes, name,
                                  PC_ERR_FORMAT)) != PC_OK) {
         *end = PC_WIRE_BAD;
@@ -149,7 +155,7 @@ pc_status pc_wire_receive(int fd, const pc_wire_limits *limits, const char *name
                                         pc_hclt_model_bytes(s[0], s[1], s[2], s[3]));
     if ((*end = read_full(fd, &tag, sizeof tag, deadline)) != PC_WIRE_MODEL) return PC_ERR_FORMAT;
     if (tag == TAG_ERROR) return receive_error(fd, name, deadline, end);
-    if (tag != TAG_DATA) goto bad;
+    if (tag != TAG_DATA) return garbled(name, end);
     pc_hclt *m = NULL;
     if ((st = pc_hclt_create(s[0], s[1], s[2], s[3], &m)) != PC_OK) {
         *end = PC_WIRE_BAD;
@@ -159,13 +165,8 @@ pc_status pc_wire_receive(int fd, const pc_wire_limits *limits, const char *name
     if ((*end = receive_model(fd, s, deadline, m)) != PC_WIRE_MODEL ||
         read_full(fd, &extra, 1, deadline) != PC_WIRE_EOF) {
         pc_hclt_free(m);
-        if (*end != PC_WIRE_MODEL) return PC_ERR_FORMAT;
-        goto bad;
+        return *end != PC_WIRE_MODEL ? PC_ERR_FORMAT : garbled(name, end);
     }
     *out = m;
     return PC_OK;
-bad:
-    *end = PC_WIRE_BAD;
-    return pc_fail(PC_ERR_FORMAT, "%s: not a valid model file (the reader's answer is garbled)",
-                   name);
 }

@@ -1,10 +1,10 @@
-/* The sum layers' device log (gpu_log.h) applied to host arrays, so that a test can check the
- * GPU's version of it value by value: it differs from the C version (the special-function
- * unit's log2 of the mantissa, subnormals as 0). */
-#include <cuda_runtime.h>
-
+/* The sum layers' device log (gpu_log.h) applied to host arrays (testing.h), so that a test
+ * can check the GPU's version of it value by value: it differs from the C version (the
+ * special-function unit's log2 of the mantissa, subnormals as 0). */
+#include "base/cuda_check.cuh"
 #include "base/fail.h"
 #include "eval/cuda/gpu_log.h"
+#include "testing/testing.h"
 
 /* The logs a test applies: of a float (pc_gpu_log, or pc_gpu_log_nonneg), of a double. */
 struct log_of_float {
@@ -29,32 +29,27 @@ template <typename T, typename Log>
 static pc_status log_apply(const char *name, const T *x, float *y, int64_t n, Log log_fn) {
     pc_status st = PC_OK;
     void *d = NULL;
-    cudaError_t e = cudaSuccess;
     if (n < 0 || (n > 0 && (!x || !y)))
         return pc_fail(PC_ERR_ARG, "%s: n = %lld needs x and y", name, (long long)n);
     if (n == 0) return PC_OK;
-    /* One buffer: x (T is at least as aligned as float), then y. */
-    const size_t x_bytes = (size_t)n * sizeof(T), y_bytes = (size_t)n * sizeof(float);
-    if ((e = cudaMalloc(&d, x_bytes + y_bytes)) != cudaSuccess) goto fail;
-    if ((e = cudaMemcpy(d, x, x_bytes, cudaMemcpyHostToDevice)) != cudaSuccess) goto fail;
-    log_kernel<<<256, 256>>>((const T *)d, (float *)((char *)d + x_bytes), n, log_fn);
-    if ((e = cudaGetLastError()) != cudaSuccess) goto fail;
-    if ((e = cudaMemcpy(y, (char *)d + x_bytes, y_bytes, cudaMemcpyDeviceToHost)) != cudaSuccess)
-        goto fail;
-fail:
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        st = pc_fail(e == cudaErrorMemoryAllocation ? PC_ERR_DEVICE_MEMORY : PC_ERR_CUDA,
-                     "%s: %s", name, cudaGetErrorString(e));
+    {
+        /* One buffer: x (T is at least as aligned as float), then y. */
+        const size_t x_bytes = (size_t)n * sizeof(T), y_bytes = (size_t)n * sizeof(float);
+        PC_CUDA_CHECK(cudaMalloc(&d, x_bytes + y_bytes));
+        PC_CUDA_CHECK(cudaMemcpy(d, x, x_bytes, cudaMemcpyHostToDevice));
+        log_kernel<<<256, 256>>>((const T *)d, (float *)((char *)d + x_bytes), n, log_fn);
+        PC_CUDA_CHECK(cudaGetLastError());
+        PC_CUDA_CHECK(cudaMemcpy(y, (char *)d + x_bytes, y_bytes, cudaMemcpyDeviceToHost));
     }
+fail:
     cudaFree(d);
     return st;
 }
 
-extern "C" pc_status pc_gpu_log_apply(const float *x, float *y, int64_t n, int nonneg) {
-    return log_apply("pc_gpu_log_apply", x, y, n, log_of_float{nonneg});
+extern "C" pc_status pc_testing_gpu_log(const float *x, float *y, int64_t n, int nonneg) {
+    return log_apply("pc_testing_gpu_log", x, y, n, log_of_float{nonneg});
 }
 
-extern "C" pc_status pc_gpu_log_d_apply(const double *x, float *y, int64_t n) {
-    return log_apply("pc_gpu_log_d_apply", x, y, n, log_of_double{});
+extern "C" pc_status pc_testing_gpu_log_d(const double *x, float *y, int64_t n) {
+    return log_apply("pc_testing_gpu_log_d", x, y, n, log_of_double{});
 }

@@ -60,10 +60,10 @@ static pc_status fuse_create(const pc_circuit *c, const pc_eval_opts *opts, void
              pc_cpu_thread_bufs_alloc(&s->bufs, s->threads,
                                       (size_t)((G * s->block + 2) * K + s->k_pad) * sizeof(float),
                                       (size_t)(G * s->block), (size_t)K * sizeof(double));
+    pc_status st = PC_OK;
     if (!ok) {
-        free(row);
-        fuse_destroy(s);
-        return pc_fail(PC_ERR_NOMEM, "cpu-fuse backend: out of memory for tables and buffers");
+        st = pc_fail(PC_ERR_NOMEM, "cpu-fuse backend: out of memory for tables and buffers");
+        goto fail;
     }
     for (int64_t v = 0; v < V; v++)
         for (int64_t cat = 0; cat < C1; cat++) {
@@ -76,9 +76,11 @@ static pc_status fuse_create(const pc_circuit *c, const pc_eval_opts *opts, void
                 s->w_t[(t * K + k) * s->k_pad + j] =
                     (float)exp(c->trans_logw[(t * K + j) * K + k]);
     for (int64_t k = 0; k < K; k++) s->root_exp[k] = (float)exp(c->root_logw[k]);
-    free(row);
     *out = s;
-    return PC_OK;
+fail:
+    free(row);
+    if (st != PC_OK) fuse_destroy(s);
+    return st;
 }
 
 static pc_status fuse_evaluate(void *p, const uint8_t *x, const uint8_t *missing, int64_t n,

@@ -69,10 +69,10 @@ static pc_status int_create(const pc_circuit *c, const pc_eval_opts *opts, void 
                  &s->bufs, s->threads,
                  (size_t)((G * s->block + 1) * K + K * s->k_pad) * sizeof(int32_t),
                  (size_t)(G * s->block), (size_t)K * sizeof(int64_t));
+    pc_status st = PC_OK;
     if (!ok) {
-        free(row);
-        int_destroy(s);
-        return pc_fail(PC_ERR_NOMEM, "cpu backend: out of memory for tables and buffers");
+        st = pc_fail(PC_ERR_NOMEM, "cpu backend: out of memory for tables and buffers");
+        goto fail;
     }
     for (int64_t v = 0; v < V; v++)
         for (int64_t cat = 0; cat < C1; cat++) {
@@ -85,9 +85,11 @@ static pc_status int_create(const pc_circuit *c, const pc_eval_opts *opts, void 
                 s->w_qt[(t * K + k) * s->k_pad + j] =
                     j < K ? to_q(c->trans_logw[(t * K + j) * K + k]) : PC_INT_FLOOR;
     for (int64_t k = 0; k < K; k++) s->root_q[k] = to_q(c->root_logw[k]);
-    free(row);
     *out = s;
-    return PC_OK;
+fail:
+    free(row);
+    if (st != PC_OK) int_destroy(s);
+    return st;
 }
 
 static pc_status int_evaluate(void *p, const uint8_t *x, const uint8_t *missing, int64_t n,

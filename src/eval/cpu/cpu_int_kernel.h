@@ -1,5 +1,6 @@
 /* The cpu (IntLSE) block kernel, compiled once per instruction set: the including file defines
- * PC_INT_BLOCK (the function's name), then includes this file.
+ * PC_INT_BLOCK (the function's name), after lse/lse_vec_<isa>.h for a vector build, then includes
+ * this file.
  *
  * Per group g and sample b of the block (see cpu_int.c for the number formats):
  *   P[k] = integer sum of input and child relatives (int64), off = sum of offsets (FP64)
@@ -14,20 +15,26 @@
 
 #define PC_INT_ZERO (PC_INT_FLOOR / 2)
 
-#ifndef PC_INT_TREE_STEP
+/* a[j] = lse2(a[j], o[j]) for j < n (n a multiple of PC_INT_LANES), with the integers of
+ * pc_int_correction_packed: one table gather per vector where the including file brought in a
+ * vector vocabulary (lse/lse_vec_<isa>.h), plain C for the compiler to vectorise otherwise. */
+#if defined(PC_VEC_W)
+static inline void int_tree_step(int32_t *a, const int32_t *o, int64_t n,
+                                 const uint32_t *packed) {
+    for (int64_t j = 0; j < n; j += PC_VEC_W)
+        vi_store(a + j, vi_lse2(vi_load(a + j), vi_load(o + j), packed));
+}
+#else
 static inline int32_t lse2_lane(int32_t a, int32_t b, const uint32_t *packed) {
     int32_t hi = a > b ? a : b, lo = a > b ? b : a;
     return hi + pc_int_correction_packed(hi - lo, packed);
 }
 
-/* a[j] = lse2(a[j], o[j]) for j < n (n a multiple of PC_INT_LANES); files built for an
- * instruction set with table gathers define their own. */
 static inline void int_tree_step(int32_t *a, const int32_t *o, int64_t n,
                                  const uint32_t *packed) {
 #pragma omp simd
     for (int64_t j = 0; j < n; j++) a[j] = lse2_lane(a[j], o[j], packed);
 }
-#define PC_INT_TREE_STEP int_tree_step
 #endif
 
 void PC_INT_BLOCK(void *p, int thread, const uint8_t *x, const uint8_t *missing, int64_t nb,
@@ -50,6 +57,8 @@ void PC_INT_BLOCK(void *p, int thread, const uint8_t *x, const uint8_t *missing,
                     const int64_t v = c->group_vars[i];
                     __builtin_prefetch(s->in_q + (v * C1 + xb[V + v]) * K);
                 }
+            /* The product has cpu_fuse_kernel.h's shape over other types (int32 relatives
+             * summed exactly in int64 here, FP32 ones in FP64 there), hence its own loops. */
             double off = 0.0;
             for (int64_t k = 0; k < K; k++) P[k] = 0;
             for (int32_t i = c->var_start[g]; i < c->var_start[g + 1]; i++) {
@@ -94,7 +103,7 @@ void PC_INT_BLOCK(void *p, int thread, const uint8_t *x, const uint8_t *missing,
             for (int64_t n = K; n > 1;) {
                 const int64_t half = n / 2, rest = n - half;
                 for (int64_t i = 0; i < half; i++)
-                    PC_INT_TREE_STEP(tree + i * kp, tree + (i + rest) * kp, kp, packed);
+                    int_tree_step(tree + i * kp, tree + (i + rest) * kp, kp, packed);
                 n = rest;
             }
             int32_t *out = msg + (g * B + b) * K;

@@ -27,8 +27,8 @@ static inline float exp2_deg6(float t) {
     return pc_bits_to_f32(pc_f32_to_bits(p) + ((uint32_t)(int32_t)k << 23));
 }
 
-/* e^x for x <= 0 or -inf (never NaN): exp2 of x log2(e) by exp2_deg6 (about 1 ulp). Terms below 2^-100
- * are 0 (the exponent arithmetic stays far from subnormals); pc_cpu_sum_is_safe then decides
+/* e^x for x <= 0 or -inf (never NaN): exp2 of x log2(e) by exp2_deg6 (about 1 ulp). Terms below
+ * 2^-100 are 0 (the exponent arithmetic stays far from subnormals); pc_cpu_sum_is_safe then decides
  * whether the dropped terms could matter. x = 0 gives exactly 1. */
 static inline float pc_cpu_exp_nonpos(float x) {
     /* The clamp and the select work on bit patterns: for x <= 0 (-0, -inf included) a larger

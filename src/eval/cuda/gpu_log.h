@@ -10,26 +10,12 @@
  * 1e-9; m - 1 is exact and ln 2 is split in two so that e ln 2 is exact, so the result is within
  * a few 1e-8 nats of log y plus its own FP32 rounding. y = 0 gives -inf, +inf gives +inf,
  * y < 0 or NaN gives NaN; subnormal y is scaled first (a GPU with flush-to-zero sees 0). */
-#ifndef PC_LAYERS_GPU_LOG_H
-#define PC_LAYERS_GPU_LOG_H
+#ifndef PC_GPU_LOG_H
+#define PC_GPU_LOG_H
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-
-#include "pc/status.h"
-
-#ifdef __cplusplus
-extern "C" {
-#endif
-/* y[i] = the GPU's pc_gpu_log(x[i]) (nonneg: pc_gpu_log_nonneg) for n values in host memory
- * (src/testing/cuda_log.cu), for tests; PC_ERR_UNSUPPORTED in a build without CUDA. */
-pc_status pc_gpu_log_apply(const float *x, float *y, int64_t n, int nonneg);
-/* y[i] = the GPU's pc_gpu_log_nonneg_d(x[i]), likewise. */
-pc_status pc_gpu_log_d_apply(const double *x, float *y, int64_t n);
-#ifdef __cplusplus
-}
-#endif
 
 #ifdef __CUDACC__
 #define PC_GPU_LOG_FN static __host__ __device__ __forceinline__
@@ -88,7 +74,7 @@ PC_GPU_LOG_FN float pc_gpu_log(float y) {
 /* pc_gpu_log for y that is +-0 or positive and finite (a sum of products of non-negative
  * finite numbers, as the sum layers' outputs are), the same value there; on the GPU without
  * the cases of infinity, NaN and y < 0 (the warp strategy's chain tops take 32 logs per lane
- * and item: results file 140). */
+ * and item). */
 PC_GPU_LOG_FN float pc_gpu_log_nonneg(float y) {
 #ifdef __CUDA_ARCH__
     const int bits = __float_as_int(y);

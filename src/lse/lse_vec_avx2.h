@@ -1,0 +1,131 @@
+/* The AVX2 vocabulary of the shared CPU kernels (lse_cpu_kernel.h, eval/cpu/cpu_int_kernel.h):
+ * vf holds 8 floats, vi 8 int32s, vh 8 f16/bf16 values, vmask one flag per float lane. Included
+ * only by files built with -mavx2 -mfma -mf16c (*_avx2.c), which run only after
+ * pc_cpu_best_isa() reports AVX2 or better. The _part loads and stores take 0 < n < 8 lanes;
+ * AVX2 masks are vectors (maskload/maskstore on 32-bit lanes), so a lane mask comes from a
+ * window of a constant table.
+ *
+ * exp2: t clamped below at -126, k = round(t), f = t - k, degree-5 polynomial, then k is added
+ * to the exponent bits. Values under 2^-126 come out as tiny positive numbers instead of 0:
+ * harmless in a sum whose largest term is 1, so the forward pass uses it as is. NaN passes
+ * through: max returns its second operand (t) when one is NaN, and NaN converts to INT32_MIN,
+ * whose shifted exponent bits are 0. */
+#ifndef PC_LSE_VEC_AVX2_H
+#define PC_LSE_VEC_AVX2_H
+
+#include <immintrin.h>
+
+#include "lse/lse_cpu.h"
+
+#define PC_VEC_W 8
+typedef __m256 vf;
+typedef __m256i vi;
+typedef __m128i vh;
+typedef __m256 vmask;
+
+static inline vf vf_load(const float *p) { return _mm256_loadu_ps(p); }
+static inline void vf_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
+static inline vf vf_set1(float x) { return _mm256_set1_ps(x); }
+static inline vf vf_zero(void) { return _mm256_setzero_ps(); }
+static inline vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
+static inline vf vf_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
+static inline vf vf_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+/* a * b + c with one rounding. */
+static inline vf vf_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+/* Lane max; b where either lane is NaN (so max(x, acc) ignores a NaN x). */
+static inline vf vf_max(vf a, vf b) { return _mm256_max_ps(a, b); }
+
+static inline float vf_hmax(vf v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+static inline float vf_hsum(vf v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* All ones in the first n lanes (0 <= n <= 8), zeros after. */
+static inline __m256i lane_mask(int64_t n) {
+    static const int32_t window[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    return _mm256_loadu_si256((const __m256i *)(window + 8 - n));
+}
+
+/* The first n values of p, the other lanes `pad`. */
+static inline vf vf_load_part(const float *p, int64_t n, float pad) {
+    __m256i m = lane_mask(n);
+    return _mm256_blendv_ps(_mm256_set1_ps(pad), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
+}
+
+static inline void vf_store_part(float *p, int64_t n, vf v) {
+    _mm256_maskstore_ps(p, lane_mask(n), v);
+}
+
+/* NaN flags: lanes where a or b is NaN, their union, and whether any lane is set. */
+static inline vmask vf_unordered(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_UNORD_Q); }
+static inline vmask vmask_none(void) { return _mm256_setzero_ps(); }
+static inline vmask vmask_or(vmask a, vmask b) { return _mm256_or_ps(a, b); }
+static inline int vmask_any(vmask m) { return _mm256_movemask_ps(m) != 0; }
+
+static inline vi vi_load(const int32_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
+static inline void vi_store(int32_t *p, vi v) { _mm256_storeu_si256((__m256i *)p, v); }
+static inline vi vi_set1(int32_t x) { return _mm256_set1_epi32(x); }
+static inline vi vi_add(vi a, vi b) { return _mm256_add_epi32(a, b); }
+static inline vi vi_sub(vi a, vi b) { return _mm256_sub_epi32(a, b); }
+static inline vi vi_max(vi a, vi b) { return _mm256_max_epi32(a, b); }
+static inline vi vi_min(vi a, vi b) { return _mm256_min_epi32(a, b); }
+static inline vi vi_and(vi a, vi b) { return _mm256_and_si256(a, b); }
+static inline vi vi_srli(vi a, int s) { return _mm256_srli_epi32(a, s); }
+static inline vi vi_srai(vi a, int s) { return _mm256_srai_epi32(a, s); }
+/* Per 32-bit lane: lo16(a) lo16(b) + hi16(a) hi16(b), signed 16-bit products. */
+static inline vi vi_madd16(vi a, vi b) { return _mm256_madd_epi16(a, b); }
+/* table[idx] per lane. */
+static inline vi vi_gather(const uint32_t *table, vi idx) {
+    return _mm256_i32gather_epi32((const int *)table, idx, 4);
+}
+/* Float lanes to int32, rounded to nearest even; NaN and out of range give INT32_MIN. */
+static inline vi vf_to_vi(vf v) { return _mm256_cvtps_epi32(v); }
+
+/* The first n int32s of p, the other lanes 0. */
+static inline vi vi_load_part(const int32_t *p, int64_t n) {
+    return _mm256_maskload_epi32((const int *)p, lane_mask(n));
+}
+
+static inline void vi_store_part(int32_t *p, int64_t n, vi v) {
+    _mm256_maskstore_epi32((int *)p, lane_mask(n), v);
+}
+
+static inline vh vh_load(const uint16_t *p) { return _mm_loadu_si128((const __m128i *)p); }
+/* The first n 16-bit values of p, the other lanes 0. */
+static inline vh vh_load_part(const uint16_t *p, int64_t n) {
+    uint16_t buf[8] = {0};
+    for (int64_t l = 0; l < n; l++)
+        buf[l] = p[l];
+    return _mm_loadu_si128((const __m128i *)buf);
+}
+static inline vf vf_from_f16(vh h) { return _mm256_cvtph_ps(h); }
+static inline vf vf_from_bf16(vh h) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+static inline vf vf_exp2(vf t) {
+    t = _mm256_max_ps(_mm256_set1_ps(-126.0f), t);
+    __m256 k = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 f = _mm256_sub_ps(t, k);
+    __m256 p = _mm256_set1_ps(PC_EXP2_C5);
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(PC_EXP2_C4));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(PC_EXP2_C3));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(PC_EXP2_C2));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(PC_EXP2_C1));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+    __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(k), 23);
+    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), e));
+}
+
+#include "lse/lse_vec.h"
+
+#endif
