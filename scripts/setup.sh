@@ -2,8 +2,10 @@
 # Installs the Debian packages pcinfer builds with, when any is missing. Idempotent; needs root
 # (or sudo) only when something has to be installed.
 set -euo pipefail
-# binutils: nm and readelf, which the install tests read the shared library with.
-packages=(cmake make gcc binutils pkg-config libhdf5-dev libcmocka-dev zlib1g-dev)
+# binutils: nm and readelf, which the install tests read the shared library with. clang and
+# libclang-rt-dev (libFuzzer): the fuzz tests (fuzz/README.md), skipped without them.
+packages=(cmake make gcc binutils pkg-config libhdf5-dev libcmocka-dev zlib1g-dev clang
+  libclang-rt-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

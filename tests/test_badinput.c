@@ -3,8 +3,8 @@
  * exit status 1 (never a signal), within a time and memory bound, whatever it did to libhdf5.
  *
  * Model files go through pc_hclt_load_isolated; IDX files through the whole-file loader, the
- * streaming reader (in a child limited to 256 MiB of address space, so that believing a
- * header's claim cannot pass by lazy allocation) and pcinfer --data. */
+ * streaming reader (in a child limited to 256 MiB, so that believing a header's claim cannot
+ * pass by lazy allocation) and pcinfer --data. */
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "hclt_random.h"
+#include "memory_limit.h"
 #include "pc/data.h"
 #include "pc/hclt.h"
 #include "run_tool.h"
@@ -101,11 +102,11 @@ static void check_model_file(const char *path, const char *name) {
     printf("  %-52s %5.2f s  %s\n", name, t, strstr(pc_last_error(), path) + strlen(path));
 }
 
-/* In a child limited to 256 MiB: the whole-file loader and the streaming reader must each
- * fail with a clear message (exit 0), or read the file (exit 1: not hostile after all). */
+/* In a child limited to 256 MiB (memory_limit.h): the whole-file loader and the streaming
+ * reader must each fail with a clear message (exit 0), or read the file (exit 1: not hostile
+ * after all). */
 static void idx_child(const char *path, const char *name) {
-    struct rlimit lim = {256 << 20, 256 << 20};
-    setrlimit(RLIMIT_AS, &lim);
+    pc_test_limit_memory((size_t)256 << 20);
     pc_data *d = NULL;
     if (pc_data_load_idx(path, &d) == PC_OK) {
         pc_data_free(d);

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include <zlib.h>
 
 #include "hclt_random.h"
+#include "memory_limit.h"
 #include "pc/data.h"
 #include "testutil.h"
 
@@ -289,15 +289,14 @@ static void test_stream_truncated(void **state) {
     pc_data_reader_close(NULL);
 }
 
-/* Runs fn(path) in a child limited to 256 MiB of address space and returns its exit status
+/* Runs fn(path) in a child limited to 256 MiB (memory_limit.h) and returns its exit status
  * (fails the test on a signal), so that a loader that believes a header's claims and
  * allocates them cannot pass by luck of lazy allocation. */
 static int in_small_child(void (*fn)(const char *), const char *path) {
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        struct rlimit lim = {256 << 20, 256 << 20};
-        setrlimit(RLIMIT_AS, &lim);
+        pc_test_limit_memory((size_t)256 << 20);
         fn(path);
         exit(0);
     }
@@ -332,6 +331,13 @@ static void test_claims_checked_before_allocating(void **state) {
         assert_int_equal(in_small_child(load_expect_claim, p), 0);
         remove(p);
     }
+    free(b);
+    /* One row of 2^31 - 1 bytes in a few bytes of gzip: the buffer grows with the data, not
+     * by rows (growing to a whole row first would allocate 2 GiB). */
+    uint32_t one_row[2] = {1, 0x7fffffffu};
+    b = idx_bytes(0x08, 2, one_row, payload, sizeof payload, &len);
+    write_file(path_of("row.gz"), b, len, 1);
+    assert_int_equal(in_small_child(load_expect_claim, path_of("row.gz")), 0);
     free(b);
     /* 3 10^7 MNIST-sized images (23.5 GB): more than PC_DATA_MAX_BYTES, refused by the claim. */
     uint32_t many[3] = {30000000u, 28, 28};

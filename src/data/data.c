@@ -43,7 +43,7 @@ void pc_data_free(pc_data *data) {
 }
 
 /* Reads every row of r into a malloc'ed buffer: the claim is held to PC_DATA_MAX_BYTES first,
- * and the buffer grows only as rows arrive. */
+ * and the buffer grows only as the data arrives. */
 static pc_status read_all(pc_data_reader *r, const char *path, uint8_t **values) {
     const int64_t count = pc_data_reader_count(r), width = pc_data_reader_width(r);
     int64_t total;
@@ -55,11 +55,12 @@ static pc_status read_all(pc_data_reader *r, const char *path, uint8_t **values)
                                     "most %lld GiB are read into memory",
                        path, (long long)count, (long long)width, claimed,
                        (long long)(PC_DATA_MAX_BYTES >> 30));
-    int64_t cap = total < PC_DATA_FIRST_BYTES ? total : PC_DATA_FIRST_BYTES, rows = 0, got = 0;
+    int64_t cap = total < PC_DATA_FIRST_BYTES ? total : PC_DATA_FIRST_BYTES, used = 0, got = 0;
     uint8_t *buf = malloc(cap > 0 ? (size_t)cap : 1);
     pc_status st = buf ? PC_OK : PC_ERR_NOMEM;
-    while (st == PC_OK && rows < count) {
-        if (cap / width <= rows) {
+    /* Bytes, not rows: a row may be larger than all the data the file holds. */
+    while (st == PC_OK && used < total) {
+        if (used == cap) {
             cap = cap * 2 < total ? cap * 2 : total;
             uint8_t *grown = realloc(buf, (size_t)cap);
             if (!grown) {
@@ -67,12 +68,11 @@ static pc_status read_all(pc_data_reader *r, const char *path, uint8_t **values)
                 break;
             }
             buf = grown;
-            continue;
         }
-        st = pc_data_reader_read(r, buf + rows * width, cap / width - rows, &got);
-        rows += got;
+        st = pc_idx_read_bytes(r, buf + used, cap - used, &got);
+        used += got;
     }
-    if (st == PC_OK && count == 0) st = pc_data_reader_read(r, NULL, 0, &got); /* end check */
+    if (st == PC_OK && total == 0) st = pc_idx_read_bytes(r, NULL, 0, &got); /* end check */
     if (st == PC_ERR_NOMEM)
         st = pc_fail(PC_ERR_NOMEM, "%s: out of memory for %s of data", path, claimed);
     if (st != PC_OK) {

@@ -7,4 +7,9 @@
 
 pc_status pc_idx_open(const char *path, int min_dims, int max_dims, pc_data_reader **out);
 
+/* Reads up to max_bytes of the payload into buf, whole rows or not, so that a caller can read
+ * a file whose rows are larger than what it holds so far; *got = bytes read. Errors as
+ * pc_data_reader_read's. */
+pc_status pc_idx_read_bytes(pc_data_reader *r, uint8_t *buf, int64_t max_bytes, int64_t *got);
+
 #endif

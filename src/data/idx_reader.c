@@ -26,7 +26,8 @@ struct pc_data_reader {
     char *path;
     int64_t count; /* rows the header claims */
     int64_t width; /* bytes per row */
-    int64_t done;  /* rows read so far */
+    int64_t total; /* count x width: the payload the header claims */
+    int64_t done;  /* payload bytes read so far */
     int ended;     /* the end of the file has been checked */
 };
 
@@ -96,6 +97,7 @@ static pc_status read_header(pc_data_reader *r, int min_dims, int max_dims, int6
                        text);
     }
     r->count = dims[0];
+    pc_size_mul(r->count, r->width, &r->total); /* below 2^32 x 2^31: fits */
     *header = 4 + 4 * (int64_t)ndims;
     return PC_OK;
 }
@@ -104,9 +106,7 @@ static pc_status read_header(pc_data_reader *r, int min_dims, int max_dims, int6
 static pc_status check_length(const pc_data_reader *r, int fd, int64_t header) {
     struct stat sb;
     if (!gzdirect(r->f) || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) return PC_OK;
-    const int64_t held = (int64_t)sb.st_size - header;
-    int64_t claimed;
-    pc_size_mul(r->count, r->width, &claimed); /* below 2^32 x 2^31: fits */
+    const int64_t held = (int64_t)sb.st_size - header, claimed = r->total;
     if (held < claimed)
         return pc_fail(PC_ERR_DATA, "%s: truncated: the header claims %lld rows of %lld bytes "
                                     "(%lld bytes), the file holds %lld",
@@ -156,20 +156,33 @@ pc_status pc_data_reader_open(const char *path, pc_data_reader **out) {
 int64_t pc_data_reader_count(const pc_data_reader *r) { return r ? r->count : 0; }
 int32_t pc_data_reader_width(const pc_data_reader *r) { return r ? (int32_t)r->width : 0; }
 
-/* After the last row: the file must end there (reading one more byte also makes zlib check
+/* After the last byte: the file must end there (reading one more byte also makes zlib check
  * the gzip trailer's CRC and length). */
 static pc_status check_end(pc_data_reader *r) {
     r->ended = 1;
     uint8_t extra;
     int64_t got = gz_read_all(r->f, &extra, 1);
     if (got < 0) return gz_problem(r->f, r->path, "corrupt gzip data");
-    if (got > 0) {
-        int64_t claimed;
-        pc_size_mul(r->count, r->width, &claimed);
+    if (got > 0)
         return pc_fail(PC_ERR_DATA, "%s: more data than the header's %lld bytes", r->path,
-                       (long long)claimed);
-    }
+                       (long long)r->total);
     return PC_OK;
+}
+
+pc_status pc_idx_read_bytes(pc_data_reader *r, uint8_t *buf, int64_t max_bytes, int64_t *got) {
+    int64_t want = r->total - r->done < max_bytes ? r->total - r->done : max_bytes;
+    *got = gz_read_all(r->f, buf, want);
+    if (*got < 0) {
+        *got = 0;
+        return gz_problem(r->f, r->path, "corrupt gzip data");
+    }
+    r->done += *got;
+    if (*got < want)
+        return pc_fail(PC_ERR_DATA, "%s: truncated: the header promises %lld rows of %lld "
+                                    "bytes, the file ends in row %lld",
+                       r->path, (long long)r->count, (long long)r->width,
+                       (long long)(r->done / r->width));
+    return r->done == r->total && !r->ended ? check_end(r) : PC_OK;
 }
 
 pc_status pc_data_reader_read(pc_data_reader *r, uint8_t *values, int64_t max_rows,
@@ -177,22 +190,13 @@ pc_status pc_data_reader_read(pc_data_reader *r, uint8_t *values, int64_t max_ro
     if (!r || !rows_read || max_rows < 0 || (max_rows > 0 && !values))
         return pc_fail(PC_ERR_ARG, "pc_data_reader_read: NULL argument or max_rows < 0");
     *rows_read = 0;
-    int64_t want = r->count - r->done < max_rows ? r->count - r->done : max_rows, bytes;
-    pc_size_mul(want, r->width, &bytes); /* want <= count < 2^32, width < 2^31 */
-    int64_t got = gz_read_all(r->f, values, bytes);
-    if (got < 0) return gz_problem(r->f, r->path, "corrupt gzip data");
-    if (got < bytes)
-        return pc_fail(PC_ERR_DATA, "%s: truncated: the header promises %lld rows of %lld "
-                                    "bytes, the file ends in row %lld",
-                       r->path, (long long)r->count, (long long)r->width,
-                       (long long)(r->done + got / r->width));
-    r->done += want;
-    if (r->done == r->count && !r->ended) {
-        pc_status st = check_end(r);
-        if (st != PC_OK) return st;
-    }
-    *rows_read = want;
-    return PC_OK;
+    const int64_t left = r->count - r->done / r->width;
+    const int64_t want = left < max_rows ? left : max_rows;
+    int64_t got = 0;
+    /* want <= count < 2^32, width < 2^31: the product fits. */
+    pc_status st = pc_idx_read_bytes(r, values, want * r->width, &got);
+    if (st == PC_OK) *rows_read = want;
+    return st;
 }
 
 void pc_data_reader_close(pc_data_reader *r) {

@@ -31,11 +31,13 @@
 #endif
 
 #ifdef PC_READER_ASAN
-/* AddressSanitizer reserves terabytes of address space, so RLIMIT_AS cannot bound it; its own
- * limits do instead, and leak reports at exit would only hide the answer's status. */
+/* AddressSanitizer reserves terabytes of address space, so RLIMIT_AS cannot bound it: its own
+ * limits do instead, fixed for the sanitizer build (768 MiB of RSS, allocations of at most
+ * 512 MiB fail), and leak reports at exit would only hide the answer's status. */
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) {
-    return "hard_rss_limit_mb=4096:allocator_may_return_null=1:detect_leaks=0";
+    return "hard_rss_limit_mb=768:max_allocation_size_mb=512:allocator_may_return_null=1:"
+           "detect_leaks=0";
 }
 #endif
 
