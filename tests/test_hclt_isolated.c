@@ -72,7 +72,8 @@ static void test_same_model_as_in_process(void **state) {
     const pc_hclt_load_opts small = {100, 0};
     assert_int_equal(pc_hclt_load_isolated(path_of("m.h5"), &small, &back), PC_ERR_FORMAT);
     assert_null(back);
-    assert_non_null(strstr(pc_last_error(), "need 512 bytes of memory; at most 100 bytes are accepted"));
+    assert_non_null(
+        strstr(pc_last_error(), "need 512 bytes of memory; at most 100 bytes are accepted"));
     pc_hclt_free(m);
 }
 
@@ -149,7 +150,8 @@ static void test_threads(void **state) {
                    {path_of("m.h5"), PC_OK, PC_OK, ""},
                    {hang_file, PC_ERR_FORMAT, PC_ERR_FORMAT, ""}};
     pthread_t t[4];
-    for (int i = 0; i < 4; i++) assert_int_equal(pthread_create(&t[i], NULL, load_job, &jobs[i]), 0);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, load_job, &jobs[i]), 0);
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
     for (int i = 0; i < 4; i++) {
         if (jobs[i].got != jobs[i].want)

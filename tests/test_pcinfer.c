@@ -287,7 +287,9 @@ static void wrong_version(hid_t f) {
     assert_true(H5Awrite(a, H5T_NATIVE_INT, &v) >= 0);
     H5Aclose(a);
 }
-static void drop_dataset(hid_t f) { assert_true(H5Ldelete(f, "/params/trans_logw", H5P_DEFAULT) >= 0); }
+static void drop_dataset(hid_t f) {
+    assert_true(H5Ldelete(f, "/params/trans_logw", H5P_DEFAULT) >= 0);
+}
 static void wrong_shape(hid_t f) {
     assert_true(H5Ldelete(f, "/params/root_logw", H5P_DEFAULT) >= 0);
     hsize_t dims[1] = {K + 2};

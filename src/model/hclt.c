@@ -116,7 +116,8 @@ static pc_status check_tree(const pc_hclt *m, const char *name) {
             return pc_fail(PC_ERR_MODEL, "%s%s/structure/parent[%d] = %d is out of range [-1, %d)",
                            PFX(name), v, p, V);
         if (p == v)
-            return pc_fail(PC_ERR_MODEL, "%s%s/structure/parent[%d] = %d: a variable is its own parent",
+            return pc_fail(PC_ERR_MODEL,
+                           "%s%s/structure/parent[%d] = %d: a variable is its own parent",
                            PFX(name), v, p);
         if (p == -1) {
             if (root >= 0)
@@ -127,7 +128,8 @@ static pc_status check_tree(const pc_hclt *m, const char *name) {
         }
     }
     if (root < 0)
-        return pc_fail(PC_ERR_MODEL, "%s%s/structure/parent has no root (no entry is -1)", PFX(name));
+        return pc_fail(PC_ERR_MODEL, "%s%s/structure/parent has no root (no entry is -1)",
+                       PFX(name));
 
     /* Walk up from every variable; state 0 = unseen, 1 = on the current walk, 2 = reaches the
      * root. Meeting a 1 again means a cycle. Each variable is walked over once: O(V). */
@@ -154,7 +156,8 @@ static pc_status check_tree(const pc_hclt *m, const char *name) {
     if (st != PC_OK) return st;
 
     if (m->trans_index[root] != -1)
-        return pc_fail(PC_ERR_MODEL, "%s%s/structure/trans_index[%d] = %d, but the root must have -1",
+        return pc_fail(PC_ERR_MODEL,
+                       "%s%s/structure/trans_index[%d] = %d, but the root must have -1",
                        PFX(name), root, m->trans_index[root]);
     int32_t *user = malloc((size_t)(m->num_trans > 0 ? m->num_trans : 1) * sizeof *user);
     if (!user) return pc_fail(PC_ERR_NOMEM, "%s%sout of memory checking trans_index", PFX(name));
@@ -162,7 +165,8 @@ static pc_status check_tree(const pc_hclt *m, const char *name) {
     for (int32_t v = 0; v < V && st == PC_OK; v++) {
         int32_t t = m->trans_index[v];
         if (t < -1 || t >= m->num_trans)
-            st = pc_fail(PC_ERR_MODEL, "%s%s/structure/trans_index[%d] = %d is out of range [-1, %d)",
+            st = pc_fail(PC_ERR_MODEL,
+                         "%s%s/structure/trans_index[%d] = %d is out of range [-1, %d)",
                          PFX(name), v, t, m->num_trans);
         else if (t >= 0 && user[t] >= 0)
             st = pc_fail(PC_ERR_MODEL,
@@ -185,7 +189,8 @@ pc_status pc_hclt_validate(const pc_hclt *m, const char *name) {
     if (!m) return pc_fail(PC_ERR_ARG, "pc_hclt_validate: model is NULL");
     if (m->num_vars < 1 || m->num_cats < 2 || m->num_latents < 1 || m->num_trans < 0)
         return pc_fail(PC_ERR_MODEL,
-                       "%s%ssizes V = %d, C = %d, K = %d, T = %d (need V >= 1, C >= 2, K >= 1, T >= 0)",
+                       "%s%ssizes V = %d, C = %d, K = %d, T = %d (need V >= 1, C >= 2, K >= 1, "
+                       "T >= 0)",
                        PFX(name), m->num_vars, m->num_cats, m->num_latents, m->num_trans);
     if (!m->parent || !m->trans_index || !m->root_logw || !m->trans_logw || !m->input_logp)
         return pc_fail(PC_ERR_ARG, "pc_hclt_validate: the model has a NULL array");

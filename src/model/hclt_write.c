@@ -62,7 +62,8 @@ static int write_dataset(hid_t file, const char *name, int rank, const hsize_t *
     hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
     H5Pset_create_intermediate_group(lcpl, 1);
     hid_t ds = H5Dcreate2(file, name, file_type, space, lcpl, dcpl, H5P_DEFAULT);
-    int ok = ds >= 0 && (n == 0 || H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);
+    int ok =
+        ds >= 0 && (n == 0 || H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);
     if (ds >= 0) H5Dclose(ds);
     H5Pclose(lcpl);
     H5Pclose(dcpl);
