@@ -7,7 +7,8 @@
  *   fuse      CUDA, fused FP32 layers (gather, shift by the max, exp once, FMA with exp(w), log).
  *   int       CUDA, IntLSE integer sum layers.
  *   gemm      CUDA, max/exp kernel + cuBLAS batched SGEMM + log kernel per layer.
- * Every backend returns log p(x) per sample in nats as double.
+ * Every backend returns log p(x) per sample in nats as double. Conditionals, MPE and sampling
+ * on the same evaluator are in pc/query.h.
  */
 #ifndef PC_EVAL_H
 #define PC_EVAL_H

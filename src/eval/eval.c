@@ -38,6 +38,16 @@ static const pc_backend_ops *ops_of(pc_backend backend) {
     return NULL;
 }
 
+/* The CPU backends answer queries; the GPU ones do not yet. */
+static const pc_query_ops *queries_of(pc_backend backend) {
+    switch (backend) {
+    case PC_BACKEND_REF: return &pc_query_f64_ops;
+    case PC_BACKEND_CPU:
+    case PC_BACKEND_CPU_FUSE: return &pc_query_f32_ops;
+    default: return NULL;
+    }
+}
+
 pc_status pc_evaluator_create(const pc_circuit *circuit, const pc_eval_opts *opts,
                               pc_evaluator **out) {
     if (!out) return pc_fail(PC_ERR_ARG, "pc_evaluator_create: out is NULL");
@@ -59,6 +69,7 @@ pc_status pc_evaluator_create(const pc_circuit *circuit, const pc_eval_opts *opt
     e->ops = ops;
     e->opts = *opts;
     atomic_init(&e->busy, 0);
+    e->query_ops = queries_of(opts->backend);
     *out = e;
     return PC_OK;
 }
@@ -66,6 +77,7 @@ pc_status pc_evaluator_create(const pc_circuit *circuit, const pc_eval_opts *opt
 void pc_evaluator_free(pc_evaluator *e) {
     if (!e) return;
     e->ops->destroy(e->state);
+    if (e->query_state) e->query_ops->destroy(e->query_state);
     free(e);
 }
 

@@ -1,5 +1,5 @@
-/* The evaluator handle (internal): the scoring call (eval.c) and every later call on the
- * handle check their arguments and claim it the same way. */
+/* The evaluator handle (internal): shared by the scoring call (eval.c) and the queries
+ * (query/query_api.c), which check their arguments and claim the handle the same way. */
 #ifndef PC_EVAL_EVALUATOR_H
 #define PC_EVAL_EVALUATOR_H
 
@@ -15,6 +15,8 @@ struct pc_evaluator {
     pc_eval_opts opts;
     /* 1 while a call runs: a second thread's call fails instead of sharing the buffers. */
     atomic_int busy;
+    const pc_query_ops *query_ops; /* NULL: the backend answers no queries */
+    void *query_state;             /* made by the first query */
 };
 
 /* Marks the evaluator busy for the calling thread's call; PC_ERR_ARG, naming fn, when another

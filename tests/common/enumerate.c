@@ -77,7 +77,8 @@ void pc_enum_free(pc_enum *en) {
 }
 
 void pc_enum_decode(const pc_enum *en, int64_t i, uint8_t *x) {
-    for (int32_t v = 0; v < en->num_vars; v++, i /= en->num_cats) x[v] = (uint8_t)(i % en->num_cats);
+    for (int32_t v = 0; v < en->num_vars; v++, i /= en->num_cats)
+        x[v] = (uint8_t)(i % en->num_cats);
 }
 
 int64_t pc_enum_index(const pc_enum *en, const uint8_t *x) {
