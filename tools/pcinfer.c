@@ -142,7 +142,8 @@ static pc_status score_all(const pc_circuit *c, pc_backend backend, const args *
     for (int64_t i = 0; i < n && st == PC_OK; i += opts.max_batch) {
         int64_t nb = n - i < opts.max_batch ? n - i : opts.max_batch;
         size_t at = (size_t)i * (size_t)d->width;
-        st = pc_evaluate(e, d->values + at, d->missing ? d->missing + at : NULL, nb, logp + i);
+        st = pc_evaluate(e, d->values + at, d->missing ? d->missing + at : NULL, nb, d->width,
+                         logp + i);
         double t = now_seconds();
         if (t - last >= 3.0 && i + nb < n) {
             fprintf(stderr, "pcinfer: %s: %lld / %lld images, %.0f images/s\n",
