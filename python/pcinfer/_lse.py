@@ -49,20 +49,24 @@ def reduced_dims(ndim, dim):
 def _rows(a, dim, keepdim):
     """a as [rows, cols] with the reduced dims last (a view when the strides allow), and the
     shape of the result."""
-    dims = reduced_dims(a.ndim, dim)
-    kept = [d for d in range(a.ndim) if d not in dims]
-    moved = a.transpose(kept + dims)
-    cols = int(np.prod([a.shape[d] for d in dims]))
-    rows = moved.reshape(-1, cols) if cols else moved.reshape(int(np.prod(moved.shape[: len(kept)])), 0)
+    if a.ndim == 2 and (dim == -1 or dim == 1) and not keepdim:
+        rows, shape = a, a.shape[:1]
+    else:
+        dims = reduced_dims(a.ndim, dim)
+        kept = [d for d in range(a.ndim) if d not in dims]
+        cols = int(np.prod([a.shape[d] for d in dims]))
+        moved = a.transpose(kept + dims)
+        rows = moved.reshape(int(np.prod(moved.shape[: len(kept)])), cols)
+        if keepdim:
+            shape = tuple(1 if d in dims else a.shape[d] for d in range(a.ndim))
+        else:
+            shape = tuple(a.shape[d] for d in kept)
+    n, cols = rows.shape
+    s0, s1 = rows.strides
     item = rows.itemsize
-    if rows.shape[1] > 1 and rows.strides[1] != item or (
-        rows.shape[0] > 1 and (rows.strides[0] < cols * item or rows.strides[0] % item)
-    ):
+    if (cols > 1 and s1 != item) or (n > 1 and (s0 < cols * item or s0 % item)):
         rows = np.ascontiguousarray(rows)
-    shape = [1 if d in dims else a.shape[d] for d in range(a.ndim)] if keepdim else [
-        a.shape[d] for d in kept
-    ]
-    return rows, tuple(shape)
+    return rows, shape
 
 
 def _cpu_opts(threads, isa):

@@ -67,12 +67,12 @@ def _dtype_code(t, what, allowed=_DTYPES):
 
 
 def _rows(x, dim, keepdim):
-    """x as [rows, cols] with the reduced dims last, and the result's shape. A view when the
-    library can read it as it is (elements of a row adjacent, rows >= cols apart), else a
-    contiguous copy."""
+    """x as [rows, cols] with the reduced dims last, and the result's shape (None when it is
+    [rows]). A view when the library can read it as it is (elements of a row adjacent, rows
+    >= cols apart), else a contiguous copy."""
     if x.dim() == 2 and (dim == -1 or dim == 1) and not keepdim:
         rows, cols = x.shape
-        shape = (rows,)
+        shape = None
         x2 = x
     else:
         dims = _lse.reduced_dims(x.dim(), dim)
@@ -161,7 +161,7 @@ class _LogSumExp(torch.autograd.Function):
         lse = _lse_forward(x2, rows, cols, kern, code, threads, isa)
         ctx.save_for_backward(x2, lse)
         ctx.args = (x, dim, keepdim, threads, isa, rows, cols)
-        out = lse.view(shape)
+        out = lse if shape is None else lse.view(shape)
         return out if x.dtype == torch.float32 else out.to(x.dtype)
 
     @staticmethod
@@ -180,7 +180,9 @@ def logsumexp(x, dim=-1, keepdim=False, kernel="fuse", threads=None, isa="auto")
     if x.requires_grad and torch.is_grad_enabled():
         return _LogSumExp.apply(x, dim, keepdim, kern, code, threads, isa)
     x2, rows, cols, shape = _rows(x, dim, keepdim)
-    out = _lse_forward(x2, rows, cols, kern, code, threads, isa).view(shape)
+    out = _lse_forward(x2, rows, cols, kern, code, threads, isa)
+    if shape is not None:
+        out = out.view(shape)
     return out if x.dtype == torch.float32 else out.to(x.dtype)
 
 
@@ -232,7 +234,7 @@ class _TokenLogprob(torch.autograd.Function):
         out = _logprob_forward(x2, t, rows, vocab, kern, code, threads, isa, check)
         ctx.save_for_backward(x2, t, out)
         ctx.args = (logits, threads, isa, rows, vocab)
-        return out.view(shape)
+        return out if shape is None else out.view(shape)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
@@ -259,4 +261,5 @@ def token_logprob(logits, targets, kernel="fuse", threads=None, isa="auto", chec
     if logits.requires_grad and torch.is_grad_enabled():
         return _TokenLogprob.apply(logits, t, kern, code, threads, isa, check)
     x2, rows, vocab, shape = _rows(logits, -1, False)
-    return _logprob_forward(x2, t, rows, vocab, kern, code, threads, isa, check).view(shape)
+    out = _logprob_forward(x2, t, rows, vocab, kern, code, threads, isa, check)
+    return out if shape is None else out.view(shape)

@@ -37,7 +37,7 @@ def test_values_out_of_range_get_the_library_message(tiny_model, mnist_model):
 def test_value_errors_in_later_batches_name_the_batch(tiny_model):
     x = np.zeros((10, 3), np.uint8)
     x[7, 0] = 9
-    check(raises(pcinfer.Status.ERR_DATA, r"rows 6\.\. of x: sample 1, variable 0"),
+    check(raises(pcinfer.Status.ERR_DATA, r"rows 6\.\. of x: .*sample 1, variable 0"),
           lambda: tiny_model.log_likelihood(x, kernel="ref", batch=3))
 
 
