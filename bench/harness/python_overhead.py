@@ -87,20 +87,22 @@ def cpu_part(args, torch):
                                       args.calls),
             "extension_us": per_call_us(lambda: ev.evaluate(x, None, out), args.calls),
         }
-    x = np.random.default_rng(1).normal(0, 4, (512, 128)).astype(np.float32)
-    out = np.empty(512, np.float32)
-    lse = {
-        "package_numpy_us": per_call_us(lambda: pcinfer.logsumexp(x), args.calls),
-        "extension_us": per_call_us(lambda: _core.lse_rows(1, 0, x, out, 1, 0), args.calls),
-        "empty_extension_call_us": per_call_us(lambda: _core.status_str(0), args.calls * 10),
-    }
-    if args.lib:
-        lse["ctypes_us"] = per_call_us(ctypes_lse(args.lib, x, out), args.calls)
-    if torch is not None:
-        t = torch.from_numpy(x)
-        lse["package_torch_cpu_us"] = per_call_us(lambda: pcinfer.logsumexp(t), args.calls)
-        lse["torch_logsumexp_cpu_us"] = per_call_us(lambda: torch.logsumexp(t, 1), args.calls)
-    res["lse_512x128"] = lse
+    for rows, cols in ((1, 16), (512, 128)):
+        x = np.random.default_rng(1).normal(0, 4, (rows, cols)).astype(np.float32)
+        out = np.empty(rows, np.float32)
+        lse = {
+            "package_numpy_us": per_call_us(lambda: pcinfer.logsumexp(x), args.calls),
+            "extension_us": per_call_us(lambda: _core.lse_rows(1, 0, x, out, 1, 0), args.calls),
+        }
+        if args.lib:
+            lse["ctypes_us"] = per_call_us(ctypes_lse(args.lib, x, out), args.calls)
+        if torch is not None:
+            t = torch.from_numpy(x)
+            lse["package_torch_cpu_us"] = per_call_us(lambda: pcinfer.logsumexp(t), args.calls)
+            lse["torch_logsumexp_cpu_us"] = per_call_us(lambda: torch.logsumexp(t, 1),
+                                                         args.calls)
+        res["lse_%dx%d" % (rows, cols)] = lse
+    res["empty_extension_call_us"] = per_call_us(lambda: _core.status_str(0), args.calls * 10)
     return res
 
 
@@ -193,19 +195,24 @@ def note(result):
         lines.append("| log_likelihood, %s, kernel cpu | %.2f | %.2f | %.2f |" % (
             name.replace("_", " "), r["package_us"], r["extension_us"],
             r["package_us"] - r["extension_us"]))
-    lse = c["lse_512x128"]
-    lines.append("| logsumexp 512 x 128 f32, NumPy | %.2f | %.2f | %.2f |" % (
-        lse["package_numpy_us"], lse["extension_us"],
-        lse["package_numpy_us"] - lse["extension_us"]))
-    if "package_torch_cpu_us" in lse:
-        lines.append("| logsumexp 512 x 128 f32, torch CPU tensor (torch.logsumexp: %.2f) | "
-                     "%.2f | %.2f | %.2f |" % (
-                         lse["torch_logsumexp_cpu_us"], lse["package_torch_cpu_us"],
-                         lse["extension_us"], lse["package_torch_cpu_us"] - lse["extension_us"]))
-    lines += ["", "An empty call into the extension: %.3f us." % lse["empty_extension_call_us"]]
-    if "ctypes_us" in lse:
-        lines.append("The same pc_lse_rows call through ctypes: %.2f us (extension: %.2f us)."
-                     % (lse["ctypes_us"], lse["extension_us"]))
+    for shape in ("1x16", "512x128"):
+        lse = c["lse_" + shape]
+        label = shape.replace("x", " x ")
+        lines.append("| logsumexp %s f32, NumPy | %.2f | %.2f | %.2f |" % (
+            label, lse["package_numpy_us"], lse["extension_us"],
+            lse["package_numpy_us"] - lse["extension_us"]))
+        if "package_torch_cpu_us" in lse:
+            lines.append("| logsumexp %s f32, torch CPU tensor (torch.logsumexp: %.2f) | %.2f | "
+                         "%.2f | %.2f |" % (label, lse["torch_logsumexp_cpu_us"],
+                                            lse["package_torch_cpu_us"], lse["extension_us"],
+                                            lse["package_torch_cpu_us"] - lse["extension_us"]))
+        if "ctypes_us" in lse:
+            lines.append("| pc_lse_rows %s through ctypes | %.2f | %.2f | %.2f |" % (
+                label, lse["ctypes_us"], lse["extension_us"],
+                lse["ctypes_us"] - lse["extension_us"]))
+    lines += ["", "An empty call into the extension: %.3f us. Calls of ~100 us and more vary "
+              "with the machine's other work; the small calls show the layers' cost."
+              % c["empty_extension_call_us"]]
     g = result.get("gpu_part")
     if g:
         lines += ["", "GPU: %s; torch %s. ms per call: CUDA events around one call (host time "
