@@ -74,6 +74,8 @@ typedef struct pcpy_model {
     PyObject_HEAD
     pc_hclt *hclt;
     pc_circuit *circuit;
+    /* The shape, read-only attributes of the object. */
+    int num_vars, num_cats, num_latents, num_trans, num_groups, num_layers;
 } pcpy_model;
 
 extern PyTypeObject pcpy_model_type;

@@ -1,7 +1,10 @@
 /* pcinfer._core.Model: an HCLT (pc/hclt.h) and its compiled circuit (pc/circuit.h). */
 #include "core.h"
 
+#include <stddef.h>
 #include <string.h>
+
+#include <structmember.h>
 
 PyObject *pcpy_model_wrap(pc_hclt *hclt) {
     pc_circuit *circuit = NULL;
@@ -21,6 +24,12 @@ PyObject *pcpy_model_wrap(pc_hclt *hclt) {
     }
     self->hclt = hclt;
     self->circuit = circuit;
+    self->num_vars = hclt->num_vars;
+    self->num_cats = hclt->num_cats;
+    self->num_latents = hclt->num_latents;
+    self->num_trans = hclt->num_trans;
+    self->num_groups = circuit->num_groups;
+    self->num_layers = circuit->num_layers;
     return (PyObject *)self;
 }
 
@@ -136,40 +145,17 @@ static PyObject *model_save(pcpy_model *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static PyObject *get_num_vars(pcpy_model *s, void *c) {
-    (void)c;
-    return PyLong_FromLong(s->hclt->num_vars);
-}
-static PyObject *get_num_cats(pcpy_model *s, void *c) {
-    (void)c;
-    return PyLong_FromLong(s->hclt->num_cats);
-}
-static PyObject *get_num_latents(pcpy_model *s, void *c) {
-    (void)c;
-    return PyLong_FromLong(s->hclt->num_latents);
-}
-static PyObject *get_num_trans(pcpy_model *s, void *c) {
-    (void)c;
-    return PyLong_FromLong(s->hclt->num_trans);
-}
-static PyObject *get_num_groups(pcpy_model *s, void *c) {
-    (void)c;
-    return PyLong_FromLong(s->circuit->num_groups);
-}
-static PyObject *get_num_layers(pcpy_model *s, void *c) {
-    (void)c;
-    return PyLong_FromLong(s->circuit->num_layers);
-}
-
-static PyGetSetDef model_getset[] = {
-    {"num_vars", (getter)get_num_vars, NULL, "V, variables per sample", NULL},
-    {"num_cats", (getter)get_num_cats, NULL, "C, categories per variable", NULL},
-    {"num_latents", (getter)get_num_latents, NULL, "K, states per latent", NULL},
-    {"num_trans", (getter)get_num_trans, NULL, "T, rows of trans_logw", NULL},
-    {"num_groups", (getter)get_num_groups, NULL, "latent groups of the compiled circuit", NULL},
-    {"num_layers", (getter)get_num_layers, NULL, "layers of the compiled circuit", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
+#define PCPY_MEMBER(name, doc) {#name, T_INT, offsetof(pcpy_model, name), READONLY, doc}
+static PyMemberDef model_members[] = {
+    PCPY_MEMBER(num_vars, "V, variables per sample"),
+    PCPY_MEMBER(num_cats, "C, categories per variable"),
+    PCPY_MEMBER(num_latents, "K, states per latent"),
+    PCPY_MEMBER(num_trans, "T, rows of trans_logw"),
+    PCPY_MEMBER(num_groups, "latent groups of the compiled circuit"),
+    PCPY_MEMBER(num_layers, "layers of the compiled circuit"),
+    {NULL, 0, 0, 0, NULL},
 };
+#undef PCPY_MEMBER
 
 static PyMethodDef model_methods[] = {
     {"load", (PyCFunction)model_load, METH_VARARGS | METH_CLASS,
@@ -188,5 +174,5 @@ PyTypeObject pcpy_model_type = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A validated HCLT and its compiled circuit (immutable).",
     .tp_methods = model_methods,
-    .tp_getset = model_getset,
+    .tp_members = model_members,
 };
