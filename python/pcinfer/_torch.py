@@ -17,6 +17,7 @@ from . import _arrays, _core, _lse
 from ._errors import Error
 
 _DTYPES = {torch.float32: _lse.F32, torch.float16: _lse.F16, torch.bfloat16: _lse.BF16}
+_REF = 0  # pc_lse_kernel of the FP64 reference, whose results are float64
 _LOGPROB_DTYPES = (torch.float32, torch.bfloat16)
 
 # The current stream as an integer without making a Stream object (what torch's own C++
@@ -118,7 +119,7 @@ def _lse_forward(x2, rows, cols, kern, code, threads, isa):
         device = x2.get_device()
         _on_device(device, _launch_lse, device, x2, rows, cols, kern, code, out)
         return out
-    out = torch.empty(rows, dtype=torch.float32)
+    out = torch.empty(rows, dtype=torch.float64 if kern == _REF else torch.float32)
     _core.lse_rows(kern, code, _host(x2), out.numpy(), *_lse._cpu_opts(threads, isa))
     return out
 
@@ -154,6 +155,12 @@ def _unrows(g, x, dim, keepdim):
     return g.permute(inverse)
 
 
+def _result(lse, shape, x, kern):
+    """The LSE in the result's shape and dtype: the input's, float64 for ref."""
+    out = lse if shape is None else lse.view(shape)
+    return out if x.dtype == torch.float32 or kern == _REF else out.to(x.dtype)
+
+
 class _LogSumExp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, dim, keepdim, kern, code, threads, isa):
@@ -161,15 +168,14 @@ class _LogSumExp(torch.autograd.Function):
         lse = _lse_forward(x2, rows, cols, kern, code, threads, isa)
         ctx.save_for_backward(x2, lse)
         ctx.args = (x, dim, keepdim, threads, isa, rows, cols)
-        out = lse if shape is None else lse.view(shape)
-        return out if x.dtype == torch.float32 else out.to(x.dtype)
+        return _result(lse, shape, x, kern)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_out):
         x2, lse = ctx.saved_tensors
         x, dim, keepdim, threads, isa, rows, cols = ctx.args
-        g = _softmax(x2, lse, rows, cols, threads, isa)
+        g = _softmax(x2, lse.float(), rows, cols, threads, isa)
         g.mul_(grad_out.reshape(rows, 1).float())
         return _unrows(g, x, dim, keepdim).to(x.dtype), None, None, None, None, None, None
 
@@ -180,10 +186,7 @@ def logsumexp(x, dim=-1, keepdim=False, kernel="fuse", threads=None, isa="auto")
     if x.requires_grad and torch.is_grad_enabled():
         return _LogSumExp.apply(x, dim, keepdim, kern, code, threads, isa)
     x2, rows, cols, shape = _rows(x, dim, keepdim)
-    out = _lse_forward(x2, rows, cols, kern, code, threads, isa)
-    if shape is not None:
-        out = out.view(shape)
-    return out if x.dtype == torch.float32 else out.to(x.dtype)
+    return _result(_lse_forward(x2, rows, cols, kern, code, threads, isa), shape, x, kern)
 
 
 def _launch_logprob(device, x2, t, rows, vocab, code, out):
@@ -204,7 +207,7 @@ def _logprob_forward(x2, t, rows, vocab, kern, code, threads, isa, check):
         device = x2.get_device()
         _on_device(device, _launch_logprob, device, x2, t, rows, vocab, code, out)
         return out
-    out = torch.empty(rows, dtype=torch.float32)
+    out = torch.empty(rows, dtype=torch.float64 if kern == _REF else torch.float32)
     _core.logprob_rows(kern, code, _host(x2), t.numpy(), out.numpy(),
                        *_lse._cpu_opts(threads, isa))
     return out
@@ -244,7 +247,7 @@ class _TokenLogprob(torch.autograd.Function):
         x2, t, out = ctx.saved_tensors
         logits, threads, isa, rows, vocab = ctx.args
         picked = x2.gather(1, t.view(-1, 1)).view(-1).float()
-        lse = (picked - out).contiguous()
+        lse = (picked - out.float()).contiguous()
         g = _softmax(x2, lse, rows, vocab, threads, isa)
         go = grad_out.reshape(rows, 1).float()
         g.mul_(-go)

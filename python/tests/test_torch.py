@@ -95,6 +95,19 @@ def test_token_logprob_equals_torch(gen, device, dtype):
     assert_close(g, logits.grad, 1e-5 if dtype == torch.float32 else 1e-2)
 
 
+def test_ref_kernel_gives_float64_on_cpu_tensors(gen):
+    x = randn(gen, (5, 300), "cpu", torch.float16).requires_grad_()
+    got = pcinfer.logsumexp(x, kernel="ref")
+    assert got.dtype == torch.float64
+    assert_close(got, torch.logsumexp(x.double(), -1), 1e-12)
+    got.sum().backward()
+    assert_close(x.grad, torch.softmax(x.double(), -1), 1e-3)
+    t = torch.randint(0, 300, (5,), generator=gen)
+    lp = pcinfer.token_logprob(x.detach().float(), t, kernel="ref")
+    assert lp.dtype == torch.float64
+    assert_close(lp, torch.log_softmax(x.double(), -1).gather(1, t[:, None])[:, 0], 1e-12)
+
+
 def test_refuses_what_the_kernels_do_not_take(gen):
     with pytest.raises(pcinfer.Error, match="float64 is not an input type"):
         pcinfer.logsumexp(torch.zeros(2, 3, dtype=torch.float64))
