@@ -96,7 +96,8 @@ class Model:
     @property
     def input_logp(self):
         """float64 [V, K, C]: log p(X_v = c | latent of v = k)."""
-        return self._param("input_logp", np.float64, (self.num_vars, self.num_latents, self.num_cats))
+        shape = (self.num_vars, self.num_latents, self.num_cats)
+        return self._param("input_logp", np.float64, shape)
 
     def save(self, path, float64=False):
         """Writes the model as an HDF5 file (float32 parameters unless float64), through a
@@ -154,7 +155,8 @@ class Model:
             raise Error("dtype must be float64 or float32, not %s" % np.dtype(dtype), _core.ERR_ARG)
         probs = np.empty((x.shape[0], x.shape[1], self.num_cats), np.float32 if f32 else np.float64)
         logp = np.empty(x.shape[0]) if return_log_likelihood else None
-        self._run(_backend(kernel, True), threads, batch, _core.conditionals, x, m, probs, logp, f32)
+        backend = _backend(kernel, True)
+        self._run(backend, threads, batch, _core.conditionals, x, m, probs, logp, f32)
         return (probs, logp) if return_log_likelihood else probs
 
     def mpe(self, x, missing, kernel="auto", threads=None, batch=None, return_log_prob=False):

@@ -217,7 +217,8 @@ def _targets(targets, logits):
     """targets as a contiguous int64 tensor [rows] on the logits' device."""
     if not isinstance(targets, torch.Tensor):
         targets = torch.as_tensor(np.asarray(targets))
-    if targets.shape != logits.shape[:-1] or targets.dtype.is_floating_point or targets.is_complex():
+    not_int = targets.dtype.is_floating_point or targets.is_complex() or targets.dtype == torch.bool
+    if targets.shape != logits.shape[:-1] or not_int:
         raise Error(
             "targets must be integers of shape %s, not %s of shape %s"
             % (tuple(logits.shape[:-1]), targets.dtype, tuple(targets.shape)),

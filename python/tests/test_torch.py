@@ -2,7 +2,6 @@
 CUDA tensors where a GPU is present (f32, f16, bf16, any stride, any dim), gradients through
 the library's backward, results on the input's device, work on the current stream."""
 
-import numpy as np
 import pytest
 
 import pcinfer
