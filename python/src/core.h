@@ -101,7 +101,7 @@ void pcpy_evaluator_release(pcpy_evaluator *self);
 
 /* Checks that x (and missing, when not None) are C-contiguous uint8 [n, V] for the
  * evaluator's model; fills the views. On failure raises and returns -1 (nothing held). */
-int pcpy_get_evidence(pcpy_evaluator *self, PyObject *x_obj, PyObject *missing_obj,
+int pcpy_get_evidence(PyObject *x_obj, PyObject *missing_obj,
                       pcpy_rows *x, pcpy_rows *missing);
 
 extern PyTypeObject pcpy_em_type;

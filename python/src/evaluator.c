@@ -45,17 +45,12 @@ int pcpy_evaluator_acquire(pcpy_evaluator *self) {
 
 void pcpy_evaluator_release(pcpy_evaluator *self) { self->busy = 0; }
 
-int pcpy_get_evidence(pcpy_evaluator *self, PyObject *x_obj, PyObject *missing_obj,
+int pcpy_get_evidence(PyObject *x_obj, PyObject *missing_obj,
                       pcpy_rows *x, pcpy_rows *missing) {
-    const int64_t V = self->model->circuit->num_vars;
     missing->held = 0;
+    /* The width is the library's to check (every call takes it): only the shapes of x and
+     * missing against each other are checked here. */
     if (pcpy_get_matrix(x_obj, "x", PCPY_U8, 0, x) != 0) return -1;
-    if (x->cols != V) {
-        pcpy_raise_msg(PC_ERR_DATA, "x has %lld values per row but the model has num_vars = "
-                       "%lld", (long long)x->cols, (long long)V);
-        pcpy_release(x);
-        return -1;
-    }
     if (missing_obj == Py_None) return 0;
     if (pcpy_get_matrix(missing_obj, "missing", PCPY_U8, 0, missing) != 0) {
         pcpy_release(x);
@@ -81,7 +76,8 @@ static pc_status evaluate_all(pcpy_evaluator *self, const uint8_t *x, const uint
         const int64_t nb = n - i < self->max_batch ? n - i : self->max_batch;
         const size_t at = (size_t)(i * width);
         *failed_at = i;
-        st = pc_evaluate(self->evaluator, x + at, missing ? missing + at : NULL, nb, logp + i);
+        st = pc_evaluate(self->evaluator, x + at, missing ? missing + at : NULL, nb, width,
+                         logp + i);
     }
     return st;
 }
@@ -92,7 +88,7 @@ static PyObject *evaluator_evaluate(pcpy_evaluator *self, PyObject *args) {
     PyObject *x_obj, *missing_obj, *logp_obj;
     if (!PyArg_ParseTuple(args, "OOO:evaluate", &x_obj, &missing_obj, &logp_obj)) return NULL;
     pcpy_rows x, missing, logp;
-    if (pcpy_get_evidence(self, x_obj, missing_obj, &x, &missing) != 0) return NULL;
+    if (pcpy_get_evidence(x_obj, missing_obj, &x, &missing) != 0) return NULL;
     if (pcpy_get_flat(logp_obj, "logp", PCPY_F64, 1, x.rows, &logp) != 0) {
         pcpy_release(&x);
         pcpy_release(&missing);

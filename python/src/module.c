@@ -136,9 +136,7 @@ static PyMethodDef module_methods[] = {
 static PyMethodDef *join_methods(void) {
     PyMethodDef *parts[] = {
         module_methods, pcpy_lse_methods, pcpy_learn_methods, pcpy_data_methods,
-#ifdef PCPY_HAVE_QUERIES
         pcpy_query_methods,
-#endif
     };
     size_t total = 1;
     for (size_t p = 0; p < sizeof parts / sizeof parts[0]; p++)
@@ -163,14 +161,6 @@ static int add_constants(PyObject *m) {
     PC_STATUS_MAP(PCPY_ADD_STATUS)
 #undef PCPY_ADD_STATUS
     if (PyModule_AddStringConstant(m, "library_version", pc_version()) != 0) return -1;
-    if (PyModule_AddIntConstant(m, "HAVE_QUERIES",
-#ifdef PCPY_HAVE_QUERIES
-                                1
-#else
-                                0
-#endif
-                                ) != 0)
-        return -1;
     return 0;
 }
 

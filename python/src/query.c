@@ -84,7 +84,7 @@ static PyObject *conditionals(PyObject *mod, PyObject *args) {
                           &missing_obj, &probs_obj, &logp_obj, &f32))
         return NULL;
     pcpy_rows x, missing, probs, logp;
-    if (pcpy_get_evidence(self, x_obj, missing_obj, &x, &missing) != 0) return NULL;
+    if (pcpy_get_evidence(x_obj, missing_obj, &x, &missing) != 0) return NULL;
     const int64_t cats = self->model->circuit->num_cats;
     const int64_t cells = x.rows * x.cols * cats;
     PyObject *result = NULL;
@@ -112,7 +112,7 @@ static PyObject *mpe(PyObject *mod, PyObject *args) {
                           &out_obj, &logp_obj))
         return NULL;
     pcpy_rows x, missing, out, logp;
-    if (pcpy_get_evidence(self, x_obj, missing_obj, &x, &missing) != 0) return NULL;
+    if (pcpy_get_evidence(x_obj, missing_obj, &x, &missing) != 0) return NULL;
     PyObject *result = NULL;
     out.held = 0;
     if (pcpy_get_flat(out_obj, "completed", PCPY_U8, 1, x.rows * x.cols, &out) != 0 ||
@@ -160,7 +160,7 @@ static PyObject *sample_conditional(PyObject *mod, PyObject *args) {
                           &x_obj, &missing_obj, &out_obj, &seed, &first))
         return NULL;
     pcpy_rows x, missing, out;
-    if (pcpy_get_evidence(self, x_obj, missing_obj, &x, &missing) != 0) return NULL;
+    if (pcpy_get_evidence(x_obj, missing_obj, &x, &missing) != 0) return NULL;
     PyObject *result = NULL;
     if (pcpy_get_flat(out_obj, "samples", PCPY_U8, 1, x.rows * x.cols, &out) == 0) {
         const query_args q = {x.view.buf, missing.held ? missing.view.buf : NULL, x.cols, 0,

@@ -42,7 +42,7 @@ def test_value_errors_in_later_batches_name_the_batch(tiny_model):
 
 
 def test_wrong_width_and_shape(mnist_model):
-    check(raises(pcinfer.Status.ERR_DATA, "783 values per row but the model has num_vars = 784"),
+    check(raises(pcinfer.Status.ERR_DATA, "rows of 783 values, but the model has 784 variables"),
           lambda: mnist_model.log_likelihood(np.zeros((2, 783), np.uint8)))
     check(raises(pcinfer.Status.ERR_ARG, "2 dimensions"),
           lambda: mnist_model.log_likelihood(np.zeros(784, np.uint8)))
