@@ -83,7 +83,7 @@ static pc_status score_with(const pc_circuit *c, pc_backend backend, const char 
     pc_status st = pc_testing_evaluator_create(c, &opts, strategy, &e);
     if (st != PC_OK) return st;
     poison(logp, n);
-    st = pc_evaluate(e, x, missing, n, logp);
+    st = pc_evaluate(e, x, missing, n, c->num_vars, logp);
     if (peak) *peak = pc_evaluator_peak_device_bytes(e);
     pc_evaluator_free(e);
     return st;
@@ -255,13 +255,13 @@ static void test_chunks_and_reuse(void **state) {
         if (pc_evaluator_create(c, &opts, &e) != PC_OK) fail_msg("%s", pc_last_error());
         for (int round = 0; round < 2; round++) {
             poison(got, n);
-            assert_int_equal(pc_evaluate(e, x, missing, n, got), PC_OK);
+            assert_int_equal(pc_evaluate(e, x, missing, n, c->num_vars, got), PC_OK);
             for (int64_t i = 0; i < n; i++)
                 if (!(fabs(got[i] - want[i]) <= tol))
                     fail_msg("%s round %d: sample %lld: got %.17g, ref %.17g",
                              pc_backend_name(be), round, (long long)i, got[i], want[i]);
             poison(got, n);
-            assert_int_equal(pc_evaluate(e, x_small, NULL, small, got), PC_OK);
+            assert_int_equal(pc_evaluate(e, x_small, NULL, small, c->num_vars, got), PC_OK);
             for (int64_t i = 0; i < small; i++) assert_true(fabs(got[i] - want_small[i]) <= tol);
             assert_true(isnan(got[small])); /* nothing past n is written */
         }

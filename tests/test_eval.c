@@ -48,7 +48,7 @@ static void score(const pc_circuit *c, pc_backend backend, int threads, const ui
     if (pc_evaluator_create(c, &opts, &e) != PC_OK)
         fail_msg("%s: create: %s", pc_backend_name(backend), pc_last_error());
     poison(logp, n);
-    if (pc_evaluate(e, x, missing, n, logp) != PC_OK)
+    if (pc_evaluate(e, x, missing, n, c->num_vars, logp) != PC_OK)
         fail_msg("%s: evaluate: %s", pc_backend_name(backend), pc_last_error());
     pc_evaluator_free(e);
 }
@@ -346,16 +346,16 @@ static void test_bad_data(void **state) {
         double lp[4];
         x[2 * 7 + 5] = 3; /* sample 2, variable 5: value 3 with C = 3 */
         poison(lp, 4);
-        assert_int_equal(pc_evaluate(e, x, NULL, 4, lp), PC_ERR_DATA);
+        assert_int_equal(pc_evaluate(e, x, NULL, 4, 7, lp), PC_ERR_DATA);
         assert_non_null(strstr(pc_last_error(), "sample 2, variable 5"));
         /* The same value under a missing mask is ignored. */
         missing[2 * 7 + 5] = 1;
-        assert_int_equal(pc_evaluate(e, x, missing, 4, lp), PC_OK);
+        assert_int_equal(pc_evaluate(e, x, missing, 4, 7, lp), PC_OK);
         for (int i = 0; i < 4; i++) assert_true(lp[i] <= 0.0);
         /* More samples than max_batch, and NULL pointers. */
-        assert_int_equal(pc_evaluate(e, x, NULL, 5, lp), PC_ERR_ARG);
-        assert_int_equal(pc_evaluate(e, NULL, NULL, 1, lp), PC_ERR_ARG);
-        assert_int_equal(pc_evaluate(e, x, NULL, 0, lp), PC_OK);
+        assert_int_equal(pc_evaluate(e, x, NULL, 5, 7, lp), PC_ERR_ARG);
+        assert_int_equal(pc_evaluate(e, NULL, NULL, 1, 7, lp), PC_ERR_ARG);
+        assert_int_equal(pc_evaluate(e, x, NULL, 0, 7, lp), PC_OK);
         pc_evaluator_free(e);
         free(x), free(missing);
     }

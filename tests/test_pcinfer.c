@@ -128,7 +128,7 @@ static void test_scores_match_library(void **state) {
     pc_eval_opts opts = {PC_BACKEND_REF, N, 1};
     pc_evaluator *e = NULL;
     assert_int_equal(pc_evaluator_create(c, &opts, &e), PC_OK);
-    assert_int_equal(pc_evaluate(e, pixels, NULL, N, want), PC_OK);
+    assert_int_equal(pc_evaluate(e, pixels, NULL, N, c->num_vars, want), PC_OK);
     pc_evaluator_free(e);
     pc_circuit_free(c);
 

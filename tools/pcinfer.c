@@ -204,11 +204,11 @@ static int score_stream(const pc_circuit *c, pc_backend backend, const args *a,
         int64_t want = r->n - i < batch ? r->n - i : batch;
         if ((st = pc_data_reader_read(data, s.values, want, &nb)) != PC_OK) break;
         double t0 = now_seconds();
-        st = pc_evaluate(s.e, s.values, NULL, nb, s.logp);
+        st = pc_evaluate(s.e, s.values, NULL, nb, c->num_vars, s.logp);
         r->seconds += now_seconds() - t0;
         if (st == PC_OK && s.ref_e) {
             t0 = now_seconds();
-            st = pc_evaluate(s.ref_e, s.values, NULL, nb, s.ref);
+            st = pc_evaluate(s.ref_e, s.values, NULL, nb, c->num_vars, s.ref);
             r->ref_seconds += now_seconds() - t0;
         }
         if (st == PC_OK) st = take_batch(&s, nb, r, out);

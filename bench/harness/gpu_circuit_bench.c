@@ -175,7 +175,7 @@ static void accuracy(FILE *js, int *first, const char *label, const pc_hclt *m,
     pc_evaluator *ref = NULL;
     if (pc_evaluator_create(c, &ro, &ref) != PC_OK) die("ref");
     double t0 = now_s();
-    if (pc_evaluate(ref, test->values, NULL, n, want) != PC_OK) die("ref evaluate");
+    if (pc_evaluate(ref, test->values, NULL, n, test->width, want) != PC_OK) die("ref evaluate");
     const double ref_s = now_s() - t0;
     pc_evaluator_free(ref);
     double ll = 0.0;
@@ -189,7 +189,7 @@ static void accuracy(FILE *js, int *first, const char *label, const pc_hclt *m,
         pc_evaluator *e = NULL;
         if (pc_evaluator_create(c, &opts, &e) != PC_OK) die(pc_backend_name(be));
         for (int64_t i = 0; i < n; i++) got[i] = NAN;
-        if (pc_evaluate(e, test->values, NULL, n, got) != PC_OK) die("evaluate");
+        if (pc_evaluate(e, test->values, NULL, n, test->width, got) != PC_OK) die("evaluate");
         double sum = 0.0, worst = 0.0, gll = 0.0;
         for (int64_t i = 0; i < n; i++) {
             const double d = fabs(got[i] - want[i]);
@@ -197,7 +197,7 @@ static void accuracy(FILE *js, int *first, const char *label, const pc_hclt *m,
         }
         /* Throughput: the first call above built the graphs; time a second, larger one. */
         t0 = now_s();
-        if (pc_evaluate(e, big, NULL, n * copies, got) != PC_OK) die("evaluate stream");
+        if (pc_evaluate(e, big, NULL, n * copies, test->width, got) != PC_OK) die("evaluate stream");
         const double wall = now_s() - t0;
         const size_t peak = pc_evaluator_peak_device_bytes(e);
         fprintf(stderr, "  %-5s mean|D| %.3e max|D| %.3e  %.0f images/s end to end (%d x %lld)"

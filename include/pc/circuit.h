@@ -26,6 +26,8 @@
 extern "C" {
 #endif
 
+/* A circuit is read-only once compiled: any number of threads and evaluators may use one at
+ * once; it must outlive them all. */
 typedef struct pc_circuit {
     int32_t num_vars;    /* V */
     int32_t num_cats;    /* C */

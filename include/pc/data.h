@@ -14,6 +14,8 @@
 extern "C" {
 #endif
 
+/* A data set is plain data without locks: several threads may read one at once, but none
+ * may read it while another changes or frees it. */
 typedef struct pc_data {
     int64_t count;    /* N samples */
     int32_t width;    /* V variables per sample (28 * 28 = 784 for MNIST) */

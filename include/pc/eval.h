@@ -7,7 +7,8 @@
  *   fuse      CUDA, fused FP32 layers (gather, shift by the max, exp once, FMA with exp(w), log).
  *   int       CUDA, IntLSE integer sum layers.
  *   gemm      CUDA, max/exp kernel + cuBLAS batched SGEMM + log kernel per layer.
- * Every backend returns log p(x) per sample in nats as double.
+ * Every backend returns log p(x) per sample in nats as double. Conditionals, MPE and sampling
+ * on the same evaluator are in pc/query.h.
  */
 #ifndef PC_EVAL_H
 #define PC_EVAL_H
@@ -44,6 +45,11 @@ typedef struct pc_eval_opts {
     int threads;       /* CPU backends: OpenMP threads across the batch; <= 0 means all cores */
 } pc_eval_opts;
 
+/* An evaluator serves one call at a time. A call made on an evaluator while another thread's
+ * call on it is running fails at once with PC_ERR_ARG ("evaluator is in use by another
+ * thread") and touches none of its outputs; calls from several threads one after another are
+ * fine. For parallel work use one evaluator per thread (each may share the circuit); a CPU
+ * evaluator already spreads every batch over opts->threads threads. */
 typedef struct pc_evaluator pc_evaluator;
 
 /* Prepares a backend for the circuit: converts and (for GPU backends) uploads the parameters
@@ -56,11 +62,14 @@ PC_API pc_status pc_evaluator_create(const pc_circuit *circuit, const pc_eval_op
                                      pc_evaluator **out);
 PC_API void pc_evaluator_free(pc_evaluator *evaluator);
 
-/* Scores n <= max_batch samples: x is [n, V] host uint8 (values < C), missing is NULL or
- * [n, V] host uint8 (1 = marginalise x_v); logp is [n] host double. Synchronous. A value >= C
+/* Scores n samples, 0 <= n <= max_batch: x is [n, width] host uint8, missing is NULL (all
+ * observed) or [n, width] host uint8 (nonzero = marginalise x_v, whose value is then not
+ * read); logp is [n] host double, log p(x_observed) in nats (-inf for probability 0).
+ * Synchronous. width is the row length of x and missing and must equal the circuit's V:
+ * another width is rejected with PC_ERR_DATA before anything is read. An observed value >= C
  * is rejected with PC_ERR_DATA naming the sample and variable. */
 PC_API pc_status pc_evaluate(pc_evaluator *evaluator, const uint8_t *x, const uint8_t *missing,
-                             int64_t n, double *logp);
+                             int64_t n, int64_t width, double *logp);
 
 /* Peak bytes of device memory this evaluator has held (0 for CPU backends). */
 PC_API size_t pc_evaluator_peak_device_bytes(const pc_evaluator *evaluator);

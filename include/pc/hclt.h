@@ -17,6 +17,8 @@
 extern "C" {
 #endif
 
+/* A model is plain data without locks: several threads may read one at once, but none may
+ * read it while another changes or frees it. */
 typedef struct pc_hclt {
     int32_t num_vars;    /* V >= 1 */
     int32_t num_cats;    /* C >= 2 */

@@ -55,7 +55,9 @@ PC_API pc_status pc_learn_init_params(pc_hclt *model, const pc_data *data, uint6
  * probability get -inf. */
 PC_API pc_status pc_learn_loglik(const pc_hclt *model, const pc_data *data, double *logp);
 
-/* EM state: the parameters in the probability domain plus per-thread count buffers. */
+/* EM state: the parameters in the probability domain plus per-thread count buffers. One
+ * thread at a time may call pc_em_step or pc_em_export on it (a step spreads its own work over
+ * OpenMP threads). */
 typedef struct pc_em pc_em;
 
 /* Takes the model's current parameters (model is not kept). */

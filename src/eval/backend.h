@@ -19,6 +19,29 @@ typedef struct pc_backend_ops {
     void (*destroy)(void *state);
 } pc_backend_ops;
 
+/* The queries beyond log p(x) (pc/query.h) on the CPU, in src/eval/query/. A query state is
+ * separate from the backend's state: the evaluator makes it on its first query. Arguments
+ * arrive checked (n >= 1, shapes, observed values < C, C <= 256 where values are written). */
+typedef struct pc_query_ops {
+    pc_status (*create)(const pc_circuit *circuit, const pc_eval_opts *opts, void **state);
+    /* probs [n, V, C]: exactly one of probs64 and probs32 is non-NULL; logp [n] or NULL. */
+    pc_status (*conditionals)(void *state, const uint8_t *x, const uint8_t *missing, int64_t n,
+                              double *probs64, float *probs32, double *logp);
+    /* completed [n, V] (may be x itself); logp [n] or NULL. */
+    pc_status (*mpe)(void *state, const uint8_t *x, const uint8_t *missing, int64_t n,
+                     uint8_t *completed, double *logp);
+    /* Row i from the stream of (seed, first + i); x == NULL (and missing == NULL): from p(x),
+     * else from p(x_missing | x_observed). samples [n, V] (may be x itself). */
+    pc_status (*sample)(void *state, const uint8_t *x, const uint8_t *missing, int64_t n,
+                        uint64_t seed, int64_t first, uint8_t *samples);
+    void (*destroy)(void *state);
+} pc_query_ops;
+
+/* ref answers queries in FP64; cpu-fuse and cpu share the FP32 form (sum-product in FP32
+ * relative to FP64 offsets; MPE and the sampling tables in FP64). */
+extern const pc_query_ops pc_query_f64_ops;
+extern const pc_query_ops pc_query_f32_ops;
+
 /* One table per backend; the CUDA ones live in src/eval/cuda (fuse/, int/, gemm/; a build
  * without CUDA links stand-ins whose create returns PC_ERR_UNSUPPORTED). */
 extern const pc_backend_ops pc_backend_ref_ops;

@@ -4,6 +4,7 @@
 
 #include "base/fail.h"
 #include "eval/backend.h"
+#include "eval/evaluator.h"
 
 static const char *const backend_names[] = {"ref", "cpu", "cpu-fuse", "fuse", "int", "gemm"};
 #define PC_NUM_BACKENDS ((int)(sizeof backend_names / sizeof backend_names[0]))
@@ -26,13 +27,6 @@ int pc_backend_is_gpu(pc_backend backend) {
     return backend == PC_BACKEND_FUSE || backend == PC_BACKEND_INT || backend == PC_BACKEND_GEMM;
 }
 
-struct pc_evaluator {
-    const pc_circuit *circuit;
-    const pc_backend_ops *ops;
-    void *state;
-    int64_t max_batch;
-};
-
 static const pc_backend_ops *ops_of(pc_backend backend) {
     switch (backend) {
     case PC_BACKEND_REF: return &pc_backend_ref_ops;
@@ -43,6 +37,16 @@ static const pc_backend_ops *ops_of(pc_backend backend) {
     case PC_BACKEND_GEMM: return &pc_backend_gemm_ops;
     }
     return NULL;
+}
+
+/* The CPU backends answer queries; the GPU ones do not yet. */
+static const pc_query_ops *queries_of(pc_backend backend) {
+    switch (backend) {
+    case PC_BACKEND_REF: return &pc_query_f64_ops;
+    case PC_BACKEND_CPU:
+    case PC_BACKEND_CPU_FUSE: return &pc_query_f32_ops;
+    default: return NULL;
+    }
 }
 
 pc_status pc_evaluator_create(const pc_circuit *circuit, const pc_eval_opts *opts,
@@ -72,7 +76,9 @@ pc_status pc_evaluator_create_ops(const pc_circuit *circuit, const pc_eval_opts 
     }
     e->circuit = circuit;
     e->ops = ops;
-    e->max_batch = opts->max_batch;
+    e->opts = *opts;
+    atomic_init(&e->busy, 0);
+    e->query_ops = queries_of(opts->backend);
     *out = e;
     return PC_OK;
 }
@@ -80,28 +86,53 @@ pc_status pc_evaluator_create_ops(const pc_circuit *circuit, const pc_eval_opts 
 void pc_evaluator_free(pc_evaluator *e) {
     if (!e) return;
     e->ops->destroy(e->state);
+    if (e->query_state) e->query_ops->destroy(e->query_state);
     free(e);
 }
 
-pc_status pc_evaluate(pc_evaluator *e, const uint8_t *x, const uint8_t *missing, int64_t n,
-                      double *logp) {
-    if (!e) return pc_fail(PC_ERR_ARG, "pc_evaluate: evaluator is NULL");
-    if (n < 0 || n > e->max_batch)
-        return pc_fail(PC_ERR_ARG, "pc_evaluate: n = %lld is outside [0, max_batch = %lld]",
-                       (long long)n, (long long)e->max_batch);
-    if (n == 0) return PC_OK;
-    if (!x || !logp) return pc_fail(PC_ERR_ARG, "pc_evaluate: x or logp is NULL");
+pc_status pc_evaluator_claim(pc_evaluator *e, const char *fn) {
+    if (!e) return pc_fail(PC_ERR_ARG, "%s: evaluator is NULL", fn);
+    if (atomic_exchange_explicit(&e->busy, 1, memory_order_acquire))
+        return pc_fail(PC_ERR_ARG, "%s: evaluator is in use by another thread", fn);
+    return PC_OK;
+}
+
+void pc_evaluator_release(pc_evaluator *e) {
+    atomic_store_explicit(&e->busy, 0, memory_order_release);
+}
+
+pc_status pc_evaluator_check_rows(const pc_evaluator *e, const char *fn, const uint8_t *x,
+                                  const uint8_t *missing, int64_t n, int64_t width) {
     const int64_t V = e->circuit->num_vars;
     const int C = e->circuit->num_cats;
+    if (n < 0 || n > e->opts.max_batch)
+        return pc_fail(PC_ERR_ARG, "%s: n = %lld is outside [0, max_batch = %lld]", fn,
+                       (long long)n, (long long)e->opts.max_batch);
+    if (width != V)
+        return pc_fail(PC_ERR_DATA, "%s: rows of %lld values, but the model has %lld variables",
+                       fn, (long long)width, (long long)V);
+    if (n == 0) return PC_OK;
+    if (!x) return pc_fail(PC_ERR_ARG, "%s: x is NULL", fn);
     /* Values of missing entries are ignored, so only observed ones must be < C. */
     if (C <= 255)
         for (int64_t i = 0; i < n * V; i++)
             if (x[i] >= C && !(missing && missing[i]))
                 return pc_fail(PC_ERR_DATA,
-                               "sample %lld, variable %lld: value %d is out of range for %d "
+                               "%s: sample %lld, variable %lld: value %d is out of range for %d "
                                "categories (0..%d)",
-                               (long long)(i / V), (long long)(i % V), x[i], C, C - 1);
-    return e->ops->evaluate(e->state, x, missing, n, logp);
+                               fn, (long long)(i / V), (long long)(i % V), x[i], C, C - 1);
+    return PC_OK;
+}
+
+pc_status pc_evaluate(pc_evaluator *e, const uint8_t *x, const uint8_t *missing, int64_t n,
+                      int64_t width, double *logp) {
+    pc_status st = pc_evaluator_claim(e, "pc_evaluate");
+    if (st != PC_OK) return st;
+    st = pc_evaluator_check_rows(e, "pc_evaluate", x, missing, n, width);
+    if (st == PC_OK && n > 0 && !logp) st = pc_fail(PC_ERR_ARG, "pc_evaluate: logp is NULL");
+    if (st == PC_OK && n > 0) st = e->ops->evaluate(e->state, x, missing, n, logp);
+    pc_evaluator_release(e);
+    return st;
 }
 
 const pc_backend_ops *pc_evaluator_ops(const pc_evaluator *e, void **state) {

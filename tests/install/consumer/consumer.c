@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
         goto done;
     for (int64_t i = 0; i < t.rows; i++)
         logp[i] = NAN;
-    if (pc_evaluate(evaluator, t.x, NULL, t.rows, logp) != PC_OK) {
+    if (pc_evaluate(evaluator, t.x, NULL, t.rows, model->num_vars, logp) != PC_OK) {
         fprintf(stderr, "consumer: %s\n", pc_last_error());
         goto done;
     }

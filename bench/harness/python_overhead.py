@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""Per-call overhead of the Python package (python/, docs/python.md): what a call costs from
+Python beyond the library's own work, and pcinfer.logsumexp on CUDA tensors against
+torch.logsumexp.
+
+CPU part (every machine): median wall time per call, over many calls, of
+  - model.log_likelihood of one image (the shipped model, kernel cpu) and of one row of the
+    3-variable example model (where the library's work is nearly nothing), each against the
+    extension's own call (pcinfer._core, the C layer alone) on the same evaluator;
+  - pcinfer.logsumexp of a 512 x 128 float32 array, NumPy and (with torch) a CPU tensor,
+    against the extension's call and against torch.logsumexp;
+  - a ctypes call of the same C function (pc_lse_rows, --lib), the technology the package
+    replaces, and an empty call into the extension (the floor of any binding).
+GPU part (with torch and a GPU): for 512 x 128 and 512 x 128256 float32,
+  - ms per call the way docs/performance.md counts it: CUDA events around one call, host time
+    of the call included, median over runs (inputs rotated past L2);
+  - host microseconds per call: back-to-back calls without synchronising, wall time / calls;
+  - GPU time per call: 20 calls captured in a CUDA graph, replayed;
+  for pcinfer.logsumexp and torch.logsumexp, with the ratios the package is held to (>= 7x at
+  512 x 128256, >= 4x at 512 x 128); and log_likelihood of one image with kernel fuse.
+
+Writes python_overhead_<machine>.json and .md into --out (bench/results/current; the machine is
+the GPU's name when the GPU part ran, else the CPU's), and prints the table.
+
+    PYTHONPATH=build/python python3 bench/harness/python_overhead.py --lib build/src/libpcinfer.so
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))  # bench/
+from machine import CURRENT, cpu_name, gpu_name, read_cpuinfo  # noqa: E402
+
+import pcinfer  # noqa: E402
+from pcinfer import _core  # noqa: E402
+
+
+def per_call_us(fn, calls, rounds=7):
+    """The least over rounds of (wall time of `calls` calls of fn) / calls, in microseconds:
+    on a shared machine other work only ever adds time."""
+    fn()
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - t0) / calls * 1e6)
+    return min(times)
+
+
+def ctypes_lse(lib_path, x, out):
+    """pc_lse_rows(fuse, f32, x, ...) through ctypes, as a hand-written binding calls it."""
+    lib = ctypes.CDLL(os.path.abspath(lib_path))
+    f = lib.pc_lse_rows
+    f.restype = ctypes.c_int
+    f.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                  ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
+    rows, cols = x.shape
+
+    def call():
+        if f(1, 0, x.ctypes.data, rows, cols, cols, out.ctypes.data, None) != 0:
+            raise RuntimeError("pc_lse_rows failed")
+
+    return call
+
+
+def cpu_part(args, torch):
+    res = {}
+    model = pcinfer.load(os.path.join(ROOT, "models", "mnist.h5"))
+    tiny = pcinfer.load(os.path.join(ROOT, "tests", "data", "tiny_f64.h5"))
+    for name, m, width in (("mnist_one_image", model, 784), ("tiny_one_row", tiny, 3)):
+        x = np.zeros((1, width), np.uint8)
+        out = np.empty(1)
+        ev = _core.Evaluator(m._core, _core.backend_parse("cpu"), 1024, 1)
+        res[name] = {
+            "package_us": per_call_us(lambda: m.log_likelihood(x, kernel="cpu", threads=1),
+                                      args.calls),
+            "extension_us": per_call_us(lambda: ev.evaluate(x, None, out), args.calls),
+        }
+    for rows, cols in ((1, 16), (512, 128)):
+        x = np.random.default_rng(1).normal(0, 4, (rows, cols)).astype(np.float32)
+        out = np.empty(rows, np.float32)
+        lse = {
+            "package_numpy_us": per_call_us(lambda: pcinfer.logsumexp(x), args.calls),
+            "extension_us": per_call_us(lambda: _core.lse_rows(1, 0, x, out, 1, 0), args.calls),
+        }
+        if args.lib:
+            lse["ctypes_us"] = per_call_us(ctypes_lse(args.lib, x, out), args.calls)
+        if torch is not None:
+            t = torch.from_numpy(x)
+            lse["package_torch_cpu_us"] = per_call_us(lambda: pcinfer.logsumexp(t), args.calls)
+            lse["torch_logsumexp_cpu_us"] = per_call_us(lambda: torch.logsumexp(t, 1),
+                                                         args.calls)
+        res["lse_%dx%d" % (rows, cols)] = lse
+    res["empty_extension_call_us"] = per_call_us(lambda: _core.status_str(0), args.calls * 10)
+    return res
+
+
+def gpu_part(args, torch):
+    def events_ms(fn, inputs, reps):
+        """Median CUDA-event time of one call between two events (host time included)."""
+        for i in range(3):
+            fn(inputs[i % len(inputs)])
+        torch.cuda.synchronize()
+        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(reps)]
+        for i, (a, b) in enumerate(ev):
+            a.record()
+            fn(inputs[i % len(inputs)])
+            b.record()
+        torch.cuda.synchronize()
+        return statistics.median(a.elapsed_time(b) for a, b in ev)
+
+    def host_us(fn, x, calls):
+        fn(x)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn(x)
+        host = (time.perf_counter() - t0) / calls * 1e6
+        torch.cuda.synchronize()
+        return host
+
+    def graph_ms(fn, x, reps, calls=20):
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            fn(x)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(calls):
+                fn(x)
+        g.replay()
+        torch.cuda.synchronize()
+        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(reps)]
+        for a, b in ev:
+            a.record()
+            g.replay()
+            b.record()
+        torch.cuda.synchronize()
+        return statistics.median(a.elapsed_time(b) for a, b in ev) / calls
+
+    ours = lambda t: pcinfer.logsumexp(t, dim=1)  # noqa: E731
+    theirs = lambda t: torch.logsumexp(t, dim=1)  # noqa: E731
+    res = {"gpu": torch.cuda.get_device_name(), "describe": _core.cuda_describe(),
+           "torch": torch.__version__, "shapes": []}
+    for rows, cols, target in ((512, 128, 4.0), (512, 128256, 7.0)):
+        x = torch.randn(rows, cols, device="cuda") * 4
+        nbytes = x.numel() * 4
+        xs = [x] + [x.clone() for _ in range(max(0, -(-(256 << 20) // nbytes) - 1))] \
+            if nbytes > (30 << 20) else [x]
+        ref = torch.logsumexp(x.double(), 1)
+        err = float(((ours(x).double() - ref).abs() / ref.abs().clamp(min=1)).max())
+        row = {"rows": rows, "cols": cols, "target_ratio": target, "max_rel_err": err}
+        for name, fn in (("pcinfer", ours), ("torch", theirs)):
+            row[name + "_call_ms"] = events_ms(fn, xs, args.reps)
+            row[name + "_host_us"] = host_us(fn, x, args.gpu_calls)
+            row[name + "_graph_ms"] = graph_ms(fn, x, 15)
+        row["ratio_call"] = row["torch_call_ms"] / row["pcinfer_call_ms"]
+        row["ratio_graph"] = row["torch_graph_ms"] / row["pcinfer_graph_ms"]
+        row["met"] = row["ratio_call"] >= target
+        res["shapes"].append(row)
+        del xs, x
+        torch.cuda.empty_cache()
+    model = pcinfer.load(os.path.join(ROOT, "models", "mnist.h5"))
+    one = np.zeros((1, 784), np.uint8)
+    res["mnist_one_image_fuse_us"] = per_call_us(lambda: model.log_likelihood(one, kernel="fuse"),
+                                                 args.calls)
+    return res
+
+
+def note(result):
+    lines = ["# Python package: per-call overhead", "",
+             "%s; Python %s, NumPy %s%s." % (result["cpu"], result["python"], result["numpy"],
+                                            ", torch " + result["torch"] if result["torch"]
+                                            else ""), "",
+             "Microseconds per call, the least over rounds of many calls, on the CPU "
+             "(bench/harness/python_overhead.py):", "",
+             "| call | package | extension alone (C layer) | Python layer |", "|---|---|---|---|"]
+    c = result["cpu_part"]
+    for name in ("tiny_one_row", "mnist_one_image"):
+        r = c[name]
+        lines.append("| log_likelihood, %s, kernel cpu | %.2f | %.2f | %.2f |" % (
+            name.replace("_", " "), r["package_us"], r["extension_us"],
+            r["package_us"] - r["extension_us"]))
+    for shape in ("1x16", "512x128"):
+        lse = c["lse_" + shape]
+        label = shape.replace("x", " x ")
+        lines.append("| logsumexp %s f32, NumPy | %.2f | %.2f | %.2f |" % (
+            label, lse["package_numpy_us"], lse["extension_us"],
+            lse["package_numpy_us"] - lse["extension_us"]))
+        if "package_torch_cpu_us" in lse:
+            lines.append("| logsumexp %s f32, torch CPU tensor (torch.logsumexp: %.2f) | %.2f | "
+                         "%.2f | %.2f |" % (label, lse["torch_logsumexp_cpu_us"],
+                                            lse["package_torch_cpu_us"], lse["extension_us"],
+                                            lse["package_torch_cpu_us"] - lse["extension_us"]))
+        if "ctypes_us" in lse:
+            lines.append("| pc_lse_rows %s through ctypes | %.2f | %.2f | %.2f |" % (
+                label, lse["ctypes_us"], lse["extension_us"],
+                lse["ctypes_us"] - lse["extension_us"]))
+    lines += ["", "An empty call into the extension: %.3f us. Calls of ~100 us and more vary "
+              "with the machine's other work; the small calls show the layers' cost."
+              % c["empty_extension_call_us"]]
+    g = result.get("gpu_part")
+    if g:
+        lines += ["", "GPU: %s; torch %s. ms per call: CUDA events around one call (host time "
+                  "included); host us: back-to-back calls; GPU ms: CUDA graph of 20 calls." % (
+                      g["describe"], g["torch"]), "",
+                  "| B x N f32 | pcinfer ms/call | torch ms/call | torch / pcinfer | target | "
+                  "pcinfer host us | torch host us | pcinfer GPU ms | torch GPU ms | max rel err |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in g["shapes"]:
+            lines.append("| %d x %d | %.4f | %.4f | %.2f%s | >= %.0f | %.1f | %.1f | %.4f | %.4f "
+                         "| %.1e |" % (r["rows"], r["cols"], r["pcinfer_call_ms"],
+                                       r["torch_call_ms"], r["ratio_call"],
+                                       "" if r["met"] else " (missed)", r["target_ratio"],
+                                       r["pcinfer_host_us"], r["torch_host_us"],
+                                       r["pcinfer_graph_ms"], r["torch_graph_ms"],
+                                       r["max_rel_err"]))
+        lines += ["", "log_likelihood of one image, kernel fuse: %.1f us per call."
+                  % g["mnist_one_image_fuse_us"]]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=CURRENT)
+    ap.add_argument("--lib", help="libpcinfer.so for the ctypes comparison")
+    ap.add_argument("--calls", type=int, default=20000)
+    ap.add_argument("--gpu-calls", type=int, default=2000)
+    ap.add_argument("--reps", type=int, default=50)
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    model_name, _ = read_cpuinfo()
+    result = {"cpu": model_name or platform.processor(), "cores": os.cpu_count(),
+              "python": platform.python_version(), "numpy": np.__version__,
+              "torch": torch.__version__ if torch is not None else None,
+              "library": pcinfer.__version__, "cpu_part": cpu_part(args, torch)}
+    gpu = torch is not None and torch.cuda.is_available() and pcinfer.gpu_available()
+    if gpu:
+        result["gpu_part"] = gpu_part(args, torch)
+    machine = gpu_name(result["gpu_part"]["gpu"]) if gpu else cpu_name(result["cpu"],
+                                                                       result["cores"])
+    os.makedirs(args.out, exist_ok=True)
+    base = os.path.join(args.out, "python_overhead_" + machine)
+    with open(base + ".json.tmp", "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(base + ".json.tmp", base + ".json")
+    text = note(result)
+    with open(base + ".md.tmp", "w") as f:
+        f.write(text)
+    os.replace(base + ".md.tmp", base + ".md")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""pcinfer.learn: an HCLT from data through the library's learning calls (pc/learn.h), on the
+schedule of the pclearn tool, so that the same data and seed give the same model."""
+
+import numpy as np
+
+from . import _arrays, _core
+from ._errors import Error
+from ._model import Model
+
+_MASK64 = (1 << 64) - 1
+_SHUFFLE_SALT = 0x5DEECE66D  # pclearn's shuffle stream: seed ^ salt
+
+
+def learn(x, latents, epochs=10, batch=512, full_epochs=1, pseudocount=0.1, step_start=0.9,
+          step_end=0.1, bins=16, mi_rows=20000, seed=1, num_cats=256, progress=None):
+    """Learns an HCLT with `latents` states per latent from x, integers [n, V] < num_cats.
+
+    Mutual information on `bins` value bins (over a sample of mi_rows rows; 0 = all) ->
+    Chow-Liu tree rooted at a centre -> HCLT (tree leaves share their parent's latent) ->
+    initial parameters from `seed` -> `epochs` epochs of mini-batch EM (rows shuffled from the
+    seed, step size from step_start to step_end, linear over the batches) -> `full_epochs`
+    epochs of full-batch EM. The defaults and the arithmetic are pclearn's: with the same
+    data, options and seed the parameters equal those of ``pclearn --f64``.
+    progress: None, or a function called after each epoch with (epoch, mean log-likelihood
+    of the training data in nats before that epoch's steps, averaged over the batches)."""
+    x = _arrays.evidence(x)
+    n, width = x.shape
+    if n < 1:
+        raise Error("x has no samples", _core.ERR_DATA)
+    if epochs < 0 or full_epochs < 0 or epochs + full_epochs == 0:
+        raise Error("epochs and full_epochs are >= 0 and not both 0: nothing to learn",
+                    _core.ERR_ARG)
+    if batch < 1:
+        raise Error("batch = %d: need >= 1" % batch, _core.ERR_ARG)
+    mi = np.empty((width, width))
+    _core.mutual_info(x, num_cats, bins, mi_rows, seed, mi)
+    parent = np.empty(width, np.int32)
+    _core.chow_liu(mi, parent)
+    em = _core.Em(_core.hclt_init(parent, num_cats, latents, x, seed))
+    rows = np.arange(n, dtype=np.int64)
+    state = (seed ^ _SHUFFLE_SALT) & _MASK64
+    per_epoch = (n + batch - 1) // batch
+    updates = per_epoch * epochs
+    u = 0
+    for epoch in range(1, epochs + full_epochs + 1):
+        if epoch > epochs:
+            loglik = em.step(x, None, 1.0, pseudocount)
+        else:
+            state = _core.shuffle(rows, state)
+            loglik = 0.0
+            for b in range(per_epoch):
+                frac = u / (updates - 1) if updates > 1 else 0.0
+                step = step_start + (step_end - step_start) * frac
+                u += 1
+                loglik += em.step(x, rows[b * batch : (b + 1) * batch], step, pseudocount)
+        if progress is not None:
+            progress(epoch, loglik / n)
+    return Model(em.export())

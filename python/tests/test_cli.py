@@ -1,0 +1,68 @@
+"""The package against the command-line tools on the same model and data: pcinfer --output
+and pclearn --f64 give bit-identical numbers through the CPU kernels."""
+
+import numpy as np
+import pytest
+
+import pcinfer
+from conftest import MNIST_MODEL, mnist_path, write_idx
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    """Random 28 x 28 images (seeded, printed) and their IDX file; values skewed to 0 like
+    MNIST so that scores are in MNIST's range."""
+    seed = 20261201
+    print("images seed", seed)
+    rng = np.random.default_rng(seed)
+    n = 1500  # more than the CPU batch of 1024: two library calls
+    img = np.where(rng.random((n, 28, 28)) < 0.8, 0, rng.integers(0, 256, (n, 28, 28)))
+    path = tmp_path_factory.mktemp("idx") / "images.idx.gz"
+    write_idx(path, img)
+    return path, img.reshape(n, 784).astype(np.uint8)
+
+
+@pytest.mark.parametrize("kernel", ["ref", "cpu", "cpu-fuse"])
+def test_log_likelihood_equals_pcinfer_output(tool, mnist_model, images, tmp_path, kernel):
+    path, x = images
+    out = tmp_path / "logp.txt"
+    tool("pcinfer", "--kernel", kernel, "--data", path, "--output", out, "--threads", 2,
+         MNIST_MODEL)
+    expect = np.loadtxt(out)
+    got = mnist_model.log_likelihood(x, kernel=kernel, threads=2)
+    assert got.dtype == np.float64 and got.shape == (x.shape[0],)
+    np.testing.assert_array_equal(got, expect)
+    # The IDX file through the library's reader gives the same array.
+    np.testing.assert_array_equal(pcinfer.load_idx(path), x)
+
+
+def test_mnist_test_set_equals_pcinfer_output(tool, mnist_model, mnist_test, tmp_path):
+    out = tmp_path / "logp.txt"
+    tool("pcinfer", "--kernel", "cpu", "--limit", 2000, "--output", out,
+         "--data", mnist_path("t10k-images-idx3-ubyte.gz"), MNIST_MODEL)
+    np.testing.assert_array_equal(mnist_model.log_likelihood(mnist_test[:2000], kernel="cpu"),
+                                  np.loadtxt(out))
+
+
+def test_learn_equals_pclearn(tool, tmp_path):
+    """The same data, options and seed: pcinfer.learn and pclearn --f64 make the same model."""
+    seed = 7
+    rng = np.random.default_rng(seed)
+    n = 300
+    base = rng.integers(0, 256, (n, 1, 1))
+    img = np.clip(base + rng.integers(-40, 40, (n, 4, 5)), 0, 255).astype(np.uint8)
+    data = tmp_path / "train.idx.gz"
+    write_idx(data, img)
+    out = tmp_path / "learned.h5"
+    opts = dict(latents=3, epochs=2, batch=64, full_epochs=1, bins=8, mi_rows=100, seed=seed)
+    tool("pclearn", "--latents", 3, "--epochs", 2, "--batch", 64, "--full-epochs", 1,
+         "--bins", 8, "--mi-rows", 100, "--seed", seed, "--f64", "--data", data, "-o", out)
+    expect = pcinfer.load(out)
+    epochs = []
+    got = pcinfer.learn(img.reshape(n, 20), progress=lambda e, ll: epochs.append((e, ll)),
+                        **opts)
+    assert [e for e, _ in epochs] == [1, 2, 3]
+    for name in ("parent", "trans_index", "root_logw", "trans_logw", "input_logp"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(expect, name), err_msg=name)
+    # Training improves the fit: the last epoch's log-likelihood is the best.
+    assert epochs[-1][1] >= max(ll for _, ll in epochs[:-1])

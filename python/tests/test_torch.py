@@ -1,0 +1,174 @@
+"""torch tensors: pcinfer.logsumexp and token_logprob against torch on CPU tensors here and
+CUDA tensors where a GPU is present (f32, f16, bf16, any stride, any dim), gradients through
+the library's backward, results on the input's device, work on the current stream."""
+
+import pytest
+
+import pcinfer
+
+torch = pytest.importorskip("torch")
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() and pcinfer.gpu_available() else [])
+# FP32 math in every kernel: within a few FP32 ulps of |LSE|, and the input type's rounding of
+# the result for f16 / bf16 (what torch.logsumexp returns too).
+TOL = {torch.float32: 2e-6, torch.float16: 1e-3, torch.bfloat16: 8e-3}
+
+
+@pytest.fixture
+def gen(rng):
+    g = torch.Generator().manual_seed(int(rng.integers(0, 1 << 31)))
+    return g
+
+
+def randn(gen, shape, device, dtype=torch.float32, scale=4.0):
+    return (torch.randn(shape, generator=gen) * scale).to(device=device, dtype=dtype)
+
+
+def assert_close(got, ref, tol):
+    """|got - ref| <= tol * max(1, |ref|) where ref is finite; the same -inf, +inf, NaN
+    elsewhere."""
+    got, ref = got.detach().double().cpu(), ref.detach().double().cpu()
+    finite = torch.isfinite(ref)
+    err = (got - ref).abs() / ref.abs().clamp(min=1)
+    assert float(err[finite].max()) <= tol if finite.any() else True
+    assert torch.equal(got[~finite].nan_to_num(0), ref[~finite].nan_to_num(0))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(512, 128), (3, 4099), (1, 1), (7, 0)])
+def test_logsumexp_equals_torch(gen, device, dtype, shape):
+    x = randn(gen, shape, device, dtype)
+    got = pcinfer.logsumexp(x, dim=-1)
+    assert got.device == x.device and got.dtype == dtype and got.shape == shape[:1]
+    assert_close(got, torch.logsumexp(x.double(), dim=-1), TOL[dtype])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_dims_strides_and_hard_values(gen, device):
+    x = randn(gen, (6, 5, 300), device)
+    for dim in (0, 1, -1, (0, 2)):
+        assert_close(pcinfer.logsumexp(x, dim), torch.logsumexp(x.double(), dim), 2e-6)
+    kd = pcinfer.logsumexp(x, (0, 2), keepdim=True)
+    assert kd.shape == (1, 5, 1)
+    view = x[:, 1, 10:250]  # rows 1500 floats apart: read in place
+    assert_close(pcinfer.logsumexp(view), torch.logsumexp(view.double(), -1), 2e-6)
+    t = x[:, :, 0].t()  # elements of a row apart: a contiguous copy first
+    assert_close(pcinfer.logsumexp(t), torch.logsumexp(t.double(), -1), 2e-6)
+    hard = torch.tensor([[float("-inf")] * 3, [float("nan"), 0, 1], [float("inf"), 0, 1],
+                         [3e38, 3e38, 0]], device=device)
+    got = pcinfer.logsumexp(hard)
+    assert got[0] == float("-inf") and got[1].isnan() and got[2] == float("inf")
+    assert torch.isfinite(got[3])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gradients_equal_torch(gen, device, dtype):
+    x = randn(gen, (4, 9, 70), device, dtype).requires_grad_()
+    w = randn(gen, (4, 70), device, torch.float32)
+    ours = pcinfer.logsumexp(x, dim=1)
+    (ours.float() * w).sum().backward()
+    g_ours = x.grad.clone()
+    x.grad = None
+    (torch.logsumexp(x.float(), dim=1) * w).sum().backward()
+    assert_close(g_ours, x.grad, 1e-5 if dtype == torch.float32 else 1e-2)
+    assert g_ours.dtype == dtype
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_token_logprob_equals_torch(gen, device, dtype):
+    logits = randn(gen, (3, 5, 1000), device, dtype).requires_grad_()
+    targets = torch.randint(0, 1000, (3, 5), generator=gen).to(device)
+    got = pcinfer.token_logprob(logits, targets)
+    assert got.device == logits.device and got.dtype == torch.float32 and got.shape == (3, 5)
+    expect = torch.log_softmax(logits.double(), -1).gather(-1, targets[..., None])[..., 0]
+    assert_close(got, expect, 3e-5)
+    w = randn(gen, (3, 5), device)
+    (got * w).sum().backward()
+    g = logits.grad.clone()
+    logits.grad = None
+    (torch.log_softmax(logits.float(), -1).gather(-1, targets[..., None])[..., 0] * w).sum(
+    ).backward()
+    assert_close(g, logits.grad, 1e-5 if dtype == torch.float32 else 1e-2)
+
+
+def test_ref_kernel_gives_float64_on_cpu_tensors(gen):
+    x = randn(gen, (5, 300), "cpu", torch.float16).requires_grad_()
+    got = pcinfer.logsumexp(x, kernel="ref")
+    assert got.dtype == torch.float64
+    assert_close(got, torch.logsumexp(x.double(), -1), 1e-12)
+    got.sum().backward()
+    assert_close(x.grad, torch.softmax(x.double(), -1), 1e-3)
+    t = torch.randint(0, 300, (5,), generator=gen)
+    lp = pcinfer.token_logprob(x.detach().float(), t, kernel="ref")
+    assert lp.dtype == torch.float64
+    assert_close(lp, torch.log_softmax(x.double(), -1).gather(1, t[:, None])[:, 0], 1e-12)
+
+
+def test_refuses_what_the_kernels_do_not_take(gen):
+    with pytest.raises(pcinfer.Error, match="float64 is not an input type"):
+        pcinfer.logsumexp(torch.zeros(2, 3, dtype=torch.float64))
+    with pytest.raises(pcinfer.Error, match="float16 is not an input type"):
+        pcinfer.token_logprob(torch.zeros(2, 3, dtype=torch.float16), torch.zeros(2).long())
+    with pytest.raises(pcinfer.Error, match="targets must be integers"):
+        pcinfer.token_logprob(torch.zeros(2, 3), torch.zeros(2))
+    with pytest.raises(pcinfer.Error, match=r"targets\[1\] = 3"):
+        pcinfer.token_logprob(torch.zeros(2, 3), torch.tensor([0, 3]))
+
+
+cuda = pytest.mark.skipif("cuda" not in DEVICES, reason="no GPU")
+
+
+@cuda
+def test_cuda_runs_on_the_current_stream(gen):
+    """Work queued on a side stream is ordered on it: the input is written there just before
+    the call, and the result read there after it, with no host synchronisation."""
+    s = torch.cuda.Stream()
+    x = torch.empty(512, 128256, device="cuda")
+    src = randn(gen, (512, 128256), "cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s):
+        x.copy_(src)
+        got = pcinfer.logsumexp(x)
+        first = got.clone()
+    s.synchronize()
+    assert_close(first, torch.logsumexp(src.double(), -1), 2e-6)
+
+
+@cuda
+def test_cuda_tensors_on_a_second_device(gen):
+    if torch.cuda.device_count() < 2:
+        pytest.skip("one GPU")
+    x = randn(gen, (64, 1000), "cuda:1")
+    got = pcinfer.logsumexp(x)
+    assert got.device == x.device
+    assert_close(got, torch.logsumexp(x.double(), -1), 2e-6)
+
+
+@cuda
+def test_cuda_graph_capture(gen):
+    x = randn(gen, (512, 128256), "cuda")
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        pcinfer.logsumexp(x)  # warm-up outside the capture
+    torch.cuda.current_stream().wait_stream(s)
+    with torch.cuda.graph(g):
+        out = pcinfer.logsumexp(x)
+    x.copy_(randn(gen, (512, 128256), "cuda"))
+    g.replay()
+    torch.cuda.synchronize()
+    assert_close(out, torch.logsumexp(x.double(), -1), 2e-6)
+
+
+@cuda
+def test_cuda_bad_targets_give_nan_unless_checked():
+    logits = torch.zeros(2, 5, device="cuda")
+    t = torch.tensor([1, 7], device="cuda")
+    got = pcinfer.token_logprob(logits, t)
+    assert torch.isnan(got[1]) and not torch.isnan(got[0])
+    with pytest.raises(pcinfer.Error, match=r"targets\[1\] = 7"):
+        pcinfer.token_logprob(logits, t, check=True)
