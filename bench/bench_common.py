@@ -157,6 +157,7 @@ class Lib:
             L.pc_logprob_rows_ref.argtypes = [ctypes.c_int, vp, i64, i64, i64, vp, vp]
             L.pc_logprob_rows_cuda.argtypes = [
                 ctypes.c_int,
+                ctypes.c_int,
                 vp,
                 i64,
                 i64,
@@ -233,6 +234,7 @@ class Lib:
         n = ctypes.c_size_t(nbytes)
         self.check(
             self.lib.pc_logprob_rows_cuda(
+                KERNELS["fuse"],
                 DTYPES[dtype],
                 x_ptr,
                 rows,

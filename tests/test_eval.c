@@ -14,9 +14,9 @@
 
 #include "hclt_random.h"
 #include "pc/circuit.h"
+#include "pc/cuda.h"
 #include "pc/eval.h"
 #include "pc/hclt.h"
-#include "pc/lse.h"
 
 /* Tolerances (nats). The worked example's table is FP64: ref must match it to 1e-12. A float32
  * file stores each parameter with a relative error <= 6e-8 (values of size ~2): 1e-6 total. */

@@ -1,6 +1,8 @@
 /* HCLT model files: save/load round trips (float32 and float64) and every bad input the loader
  * must reject with a message naming the file and field. Bad files are written here with the
- * HDF5 C API by a raw writer that skips validation. */
+ * HDF5 C API by a raw writer that skips validation. Sizes a file claims (products that wrap
+ * int64, tables the file does not hold, data kept in other files) are refused before anything
+ * is allocated; the writer refuses special targets and survives a full disk. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -17,6 +22,8 @@
 #include "hclt_random.h"
 #include "pc/circuit.h"
 #include "pc/hclt.h"
+
+#include "model/hclt_internal.h"
 
 static char *tmpdir;
 
@@ -346,6 +353,232 @@ static void test_model_errors(void **state) {
     }
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Sizes: products that wrap, claims the file does not hold, data outside the file.          */
+
+static void test_size_products(void **state) {
+    (void)state;
+    /* 2^20 x 2^14 x 2^30 = 2^64 wraps to 0 in int64: it must be refused, not allocated. */
+    pc_hclt *m = (pc_hclt *)&m;
+    assert_int_equal(pc_hclt_create(1 << 20, 1 << 30, 1 << 14, 0, &m), PC_ERR_ARG);
+    assert_null(m);
+    assert_non_null(strstr(pc_last_error(), "more than 2^63 bytes"));
+    /* T K K wraps as well. */
+    assert_int_equal(pc_hclt_create(2, 2, 1 << 30, 1 << 30, &m), PC_ERR_ARG);
+    assert_non_null(strstr(pc_last_error(), "more than 2^63 bytes"));
+    /* Below 2^63 but above the limit: the message says what the sizes need. */
+    assert_int_equal(pc_hclt_create(784, 256, 1 << 17, 1, &m), PC_ERR_ARG);
+    assert_non_null(strstr(pc_last_error(), "num_latents = 131072"));
+    assert_non_null(strstr(pc_last_error(), "at most 17179869184 bytes (16 GiB)"));
+    /* The shipped model's size, counted independently. */
+    const int64_t V = 784, C = 256, K = 16, T = 549;
+    assert_int_equal(pc_hclt_model_bytes(V, C, K, T), 8 * (K + T * K * K + V * K * C + V));
+    assert_int_equal(pc_hclt_model_bytes(-1, C, K, T), INT64_MAX);
+    assert_int_equal(pc_hclt_model_bytes(INT32_MAX, INT32_MAX, INT32_MAX, 0), INT64_MAX);
+}
+
+static void put_int32_attr(hid_t f, const char *name, int32_t value) {
+    knobs k = plain;
+    put_int_attr(f, name, value, &k);
+}
+
+/* A dataset of the shape given, written with `data` (contiguous) or, with data NULL, chunked
+ * and never written: the file then holds no bytes for it. */
+static void put_shape(hid_t f, const char *name, int rank, const hsize_t *dims, hid_t type,
+                      const void *data) {
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    if (!data) {
+        hsize_t chunk[3] = {1, 1, 1};
+        H5Pset_chunk(dcpl, rank, chunk);
+    }
+    hid_t sp = H5Screate_simple(rank, dims, NULL);
+    hid_t ds = H5Dcreate2(f, name, type, sp, lcpl, dcpl, H5P_DEFAULT);
+    assert_true(ds >= 0);
+    if (data) assert_true(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);
+    H5Dclose(ds), H5Sclose(sp), H5Pclose(dcpl), H5Pclose(lcpl);
+}
+
+/* A file with the attributes of (V, C, K) and datasets of the claimed shapes; the structure
+ * datasets hold data, the parameters (T rows of trans_logw) none. */
+static void write_claims(const char *path, int32_t V, int32_t C, int32_t K, hsize_t T) {
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(f >= 0);
+    hid_t sp = H5Screate(H5S_SCALAR), t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, strlen("pcinfer-hclt"));
+    hid_t a = H5Acreate2(f, "format", t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(H5Awrite(a, t, "pcinfer-hclt") >= 0);
+    H5Aclose(a), H5Tclose(t), H5Sclose(sp);
+    put_int32_attr(f, "version", 1);
+    put_int32_attr(f, "num_vars", V);
+    put_int32_attr(f, "num_cats", C);
+    put_int32_attr(f, "num_latents", K);
+    int32_t *structure = calloc((size_t)V, sizeof *structure);
+    assert_non_null(structure);
+    const hsize_t v[1] = {(hsize_t)V}, k[1] = {(hsize_t)K};
+    const hsize_t tl[3] = {T, (hsize_t)K, (hsize_t)K}, in[3] = {(hsize_t)V, (hsize_t)K, (hsize_t)C};
+    put_shape(f, "/structure/parent", 1, v, H5T_NATIVE_INT32, structure);
+    put_shape(f, "/structure/trans_index", 1, v, H5T_NATIVE_INT32, structure);
+    put_shape(f, "/params/root_logw", 1, k, H5T_NATIVE_DOUBLE, NULL);
+    put_shape(f, "/params/trans_logw", 3, tl, H5T_NATIVE_DOUBLE, NULL);
+    put_shape(f, "/params/input_logp", 3, in, H5T_NATIVE_DOUBLE, NULL);
+    free(structure);
+    H5Fclose(f);
+}
+
+static long max_rss_kb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+static void test_claims_checked_against_the_file(void **state) {
+    (void)state;
+    const char *p = path_of("claims.h5");
+    const long rss0 = max_rss_kb();
+    /* K = 32768 and one transition row: an 8 GiB table in a file of a few KB. */
+    write_claims(p, 3, 2, 32768, 1);
+    expect_load_error(p, PC_ERR_FORMAT, "/params/root_logw has shape [32768]",
+                      "the file holds only 0 bytes");
+    /* V K C = 2^64 wraps int64 to 0; here the claim overflows before anything else. */
+    write_claims(p, 1 << 20, 1 << 30, 1 << 14, 0);
+    expect_load_error(p, PC_ERR_FORMAT, "/params/root_logw has shape [16384]", "holds only");
+    /* Nothing of the claims was allocated. */
+    assert_true(max_rss_kb() - rss0 < 200 * 1024);
+    clear_dir();
+}
+
+/* Writes a valid model, then replaces one of its datasets by `edit`. */
+static const char *model_then(const char *name, void (*edit)(hid_t file, const pc_hclt *m)) {
+    const char *p = path_of(name);
+    pc_hclt *m = pc_hr_model(7, 3, 2, 0.3, 0);
+    assert_int_equal(pc_hclt_save(m, p, PC_HCLT_F64), PC_OK);
+    hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    edit(f, m);
+    H5Fclose(f);
+    pc_hclt_free(m);
+    return p;
+}
+
+/* /params/input_logp with valid data, kept in a raw file beside the model. */
+static void external_storage(hid_t f, const pc_hclt *m) {
+    const hsize_t n = (hsize_t)m->num_vars * m->num_latents * m->num_cats;
+    FILE *raw = fopen(path_of("raw.bin"), "wb");
+    assert_non_null(raw);
+    assert_int_equal(fwrite(m->input_logp, sizeof(double), n, raw), n);
+    fclose(raw);
+    assert_true(H5Ldelete(f, "/params/input_logp", H5P_DEFAULT) >= 0);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    assert_true(H5Pset_external(dcpl, path_of("raw.bin"), 0, n * sizeof(double)) >= 0);
+    const hsize_t dims[3] = {(hsize_t)m->num_vars, (hsize_t)m->num_latents,
+                             (hsize_t)m->num_cats};
+    hid_t sp = H5Screate_simple(3, dims, NULL);
+    hid_t ds = H5Dcreate2(f, "/params/input_logp", H5T_IEEE_F64LE, sp, H5P_DEFAULT, dcpl,
+                          H5P_DEFAULT);
+    assert_true(ds >= 0);
+    H5Dclose(ds), H5Sclose(sp), H5Pclose(dcpl);
+}
+
+/* /params/root_logw as a link into another (valid) model file. */
+static void external_link(hid_t f, const pc_hclt *m) {
+    assert_int_equal(pc_hclt_save(m, path_of("other.h5"), PC_HCLT_F64), PC_OK);
+    assert_true(H5Ldelete(f, "/params/root_logw", H5P_DEFAULT) >= 0);
+    assert_true(H5Lcreate_external(path_of("other.h5"), "/params/root_logw", f,
+                                   "/params/root_logw", H5P_DEFAULT, H5P_DEFAULT) >= 0);
+}
+
+/* The format attribute as a fixed string of 60000 bytes (a type may claim up to 4 GiB; an
+ * attribute in the object header holds at most 64 KiB). */
+static void huge_format(hid_t f, const pc_hclt *m) {
+    (void)m;
+    assert_true(H5Adelete(f, "format") >= 0);
+    hid_t sp = H5Screate(H5S_SCALAR), t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, 60000);
+    char *text = calloc(1, 60000);
+    assert_non_null(text);
+    memcpy(text, "pcinfer-hclt", 12);
+    hid_t a = H5Acreate2(f, "format", t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(a >= 0 && H5Awrite(a, t, text) >= 0);
+    H5Aclose(a), H5Tclose(t), H5Sclose(sp);
+    free(text);
+}
+
+/* The format attribute with terminal control bytes. */
+static void control_format(hid_t f, const pc_hclt *m) {
+    (void)m;
+    assert_true(H5Adelete(f, "format") >= 0);
+    hid_t sp = H5Screate(H5S_SCALAR), t = H5Tcopy(H5T_C_S1);
+    const char text[] = "pc\x1b[2J\x07x";
+    H5Tset_size(t, sizeof text - 1);
+    hid_t a = H5Acreate2(f, "format", t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(a >= 0 && H5Awrite(a, t, text) >= 0);
+    H5Aclose(a), H5Tclose(t), H5Sclose(sp);
+}
+
+static void test_data_outside_the_file(void **state) {
+    (void)state;
+    expect_load_error(model_then("ext.h5", external_storage), PC_ERR_FORMAT,
+                      "/params/input_logp keeps its data in other files", NULL);
+    expect_load_error(model_then("link.h5", external_link), PC_ERR_FORMAT,
+                      "/params/root_logw is a link to another file", NULL);
+    expect_load_error(model_then("long.h5", huge_format), PC_ERR_FORMAT,
+                      "attribute 'format' is a string of 60000 bytes", NULL);
+    expect_load_error(model_then("ctl.h5", control_format), PC_ERR_FORMAT, "'pc?[2J?x'", NULL);
+    clear_dir();
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Writing: special targets and a full disk.                                                 */
+
+static void test_save_refuses_special_targets(void **state) {
+    (void)state;
+    pc_hclt *m = pc_hr_model(5, 2, 2, 0.3, 0);
+    /* A FIFO (a rename would replace it; opening it would block). */
+    assert_int_equal(mkfifo(path_of("fifo"), 0600), 0);
+    assert_int_equal(pc_hclt_save(m, path_of("fifo"), PC_HCLT_F32), PC_ERR_IO);
+    assert_non_null(strstr(pc_last_error(), "is a FIFO, not a regular file"));
+    /* A link planted at the target is not followed, nor replaced. */
+    FILE *f = fopen(path_of("victim"), "w");
+    assert_non_null(f);
+    fputs("keep me\n", f);
+    fclose(f);
+    assert_int_equal(symlink(path_of("victim"), path_of("link.h5")), 0);
+    assert_int_equal(pc_hclt_save(m, path_of("link.h5"), PC_HCLT_F32), PC_ERR_IO);
+    assert_non_null(strstr(pc_last_error(), "is a symbolic link"));
+    struct stat sb;
+    assert_int_equal(lstat(path_of("link.h5"), &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    assert_int_equal(stat(path_of("victim"), &sb), 0);
+    assert_int_equal(sb.st_size, 8);
+    pc_hclt_free(m);
+    clear_dir();
+}
+
+/* Saves in a child whose files may not exceed 4 KiB (SIGXFSZ ignored, so writes fail with
+ * EFBIG as on a full disk): the save must fail with a message, the child must exit normally
+ * (libhdf5's exit handler crashed after a failed save), and nothing may be left. */
+static void test_save_on_a_full_disk(void **state) {
+    (void)state;
+    pc_hclt *m = pc_hr_model(40, 16, 4, 0.3, 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit lim = {4096, 4096};
+        setrlimit(RLIMIT_FSIZE, &lim);
+        pc_status st = pc_hclt_save(m, path_of("full.h5"), PC_HCLT_F64);
+        int ok = st == PC_ERR_IO && strstr(pc_last_error(), "File too large");
+        exit(ok ? 0 : 3);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status)) fail_msg("the saving process died of signal %d", WTERMSIG(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(dir_entries(), 0);
+    pc_hclt_free(m);
+}
+
 /* The compiled layers: children before parents, root last, every variable in one group with
  * its owner first, and the CSR arrays consistent. */
 static void test_compile_layout(void **state) {
@@ -398,6 +631,11 @@ int main(void) {
         cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_schema_errors),
         cmocka_unit_test(test_model_errors),
+        cmocka_unit_test(test_size_products),
+        cmocka_unit_test(test_claims_checked_against_the_file),
+        cmocka_unit_test(test_data_outside_the_file),
+        cmocka_unit_test(test_save_refuses_special_targets),
+        cmocka_unit_test(test_save_on_a_full_disk),
         cmocka_unit_test(test_compile_layout),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

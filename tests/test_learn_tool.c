@@ -1,4 +1,5 @@
-/* pclearn end to end: usage errors (exit 2), bad files (exit 1, no output left), a small
+/* pclearn end to end: usage errors (exit 2), bad files (exit 1, no output left), an output
+ * path checked before training, a full disk (exit 1 with a message, not a signal), a small
  * learning run whose model validates and is the same when run again. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -119,12 +120,44 @@ static void test_bad_files(void **state) {
     assert_int_equal(run(args), 1);
     assert_false(exists("m.h5"));
     write_idx("ok.idx", 40, 0);
+    /* A bad output path fails before any training (it used to fail after it). */
     snprintf(args, sizeof args, "--latents 2 --epochs 1 --data '%s/ok.idx' -o '%s/no/dir/m.h5'",
              g_dir, g_dir);
     assert_int_equal(run(args), 1);
+    assert_true(file_contains("err.txt", "no/dir/m.h5: cannot open its folder"));
+    assert_false(file_contains("err.txt", "epoch"));
+    /* The output may not be an input. */
+    snprintf(args, sizeof args, "--latents 2 --epochs 1 --data '%s/ok.idx' -o '%s/ok.idx'", g_dir,
+             g_dir);
+    assert_int_equal(run(args), 1);
+    assert_true(file_contains("err.txt", "is an input of this run"));
+    struct stat sb;
+    char ok_path[512];
+    snprintf(ok_path, sizeof ok_path, "%s/ok.idx", g_dir);
+    assert_int_equal(stat(ok_path, &sb), 0);
+    assert_int_equal(sb.st_size, 16 + 40 * 16);
     snprintf(args, sizeof args, "--latents 2 --data '%s/ok.idx' --valid '%s/none.idx' -o '%s/m.h5'",
              g_dir, g_dir, g_dir);
     assert_int_equal(run(args), 1); /* the test file is checked before any learning */
+    assert_false(exists("m.h5"));
+}
+
+/* Files limited to 4 KiB (ulimit -f; SIGXFSZ ignored, so writes fail as on a full disk): the
+ * model cannot be written, pclearn says so and exits 1 (it died of SIGSEGV in libhdf5's exit
+ * handler), and nothing is left. */
+static void test_full_disk(void **state) {
+    (void)state;
+    write_idx("ok.idx", 40, 0);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "trap '' XFSZ; ulimit -f 8; exec '%s' --latents 2 --epochs 1 --full-epochs 0 "
+             "--data '%s/ok.idx' -o '%s/m.h5' >'%s/out.txt' 2>'%s/err.txt'",
+             g_tool, g_dir, g_dir, g_dir, g_dir);
+    int st = system(cmd);
+    assert_true(st != -1);
+    if (!WIFEXITED(st)) fail_msg("pclearn died of signal %d", WTERMSIG(st));
+    assert_int_equal(WEXITSTATUS(st), 1);
+    assert_true(file_contains("err.txt", "File too large"));
     assert_false(exists("m.h5"));
 }
 
@@ -196,6 +229,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_full_disk),
         cmocka_unit_test(test_learns_small_model),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -130,8 +130,9 @@ static void test_cuda_entry_without_cuda(void **state) {
     size_t bytes = 0;
     float x = 0.0f, out = LP_POISON;
     int64_t t = 0;
-    assert_int_equal(pc_logprob_rows_cuda(PC_F32, &x, 1, 1, 1, &t, &out, NULL, &bytes, NULL),
-                     PC_ERR_UNSUPPORTED);
+    assert_int_equal(
+        pc_logprob_rows_cuda(PC_LSE_FUSE, PC_F32, &x, 1, 1, 1, &t, &out, NULL, &bytes, NULL),
+        PC_ERR_UNSUPPORTED);
     assert_true(out == LP_POISON);
 #endif
 }

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -27,14 +28,14 @@ static void run_gpu(pc_dtype dtype, const void *x, int64_t rows, int64_t vocab, 
     assert_int_equal(pc_cuda_memcpy_h2d(d_x, x, xbytes), PC_OK);
     assert_int_equal(pc_cuda_memcpy_h2d(d_t, targets, (size_t)rows * sizeof *targets), PC_OK);
     assert_int_equal(pc_cuda_memcpy_h2d(d_out, out, (size_t)rows * sizeof *out), PC_OK);
-    assert_int_equal(pc_logprob_rows_cuda(dtype, d_x, rows, vocab, stride, d_t, d_out, NULL, &scratch, NULL), PC_OK);
+    assert_int_equal(pc_logprob_rows_cuda(PC_LSE_FUSE, dtype, d_x, rows, vocab, stride, d_t, d_out, NULL, &scratch, NULL), PC_OK);
     assert_true(scratch >= 16);
     assert_int_equal(pc_cuda_malloc(&d_scratch, scratch), PC_OK);
     size_t short_by_one = scratch - 1;
     if (scratch > 16) /* too little scratch is refused before launch */
-        assert_int_equal(pc_logprob_rows_cuda(dtype, d_x, rows, vocab, stride, d_t, d_out, d_scratch,
+        assert_int_equal(pc_logprob_rows_cuda(PC_LSE_FUSE, dtype, d_x, rows, vocab, stride, d_t, d_out, d_scratch,
                                               &short_by_one, NULL), PC_ERR_ARG);
-    assert_int_equal(pc_logprob_rows_cuda(dtype, d_x, rows, vocab, stride, d_t, d_out, d_scratch, &scratch, NULL), PC_OK);
+    assert_int_equal(pc_logprob_rows_cuda(PC_LSE_FUSE, dtype, d_x, rows, vocab, stride, d_t, d_out, d_scratch, &scratch, NULL), PC_OK);
     assert_int_equal(pc_cuda_synchronize(), PC_OK);
     assert_int_equal(pc_cuda_memcpy_d2h(out, d_out, (size_t)rows * sizeof *out), PC_OK);
     pc_cuda_free(d_x), pc_cuda_free(d_t), pc_cuda_free(d_out), pc_cuda_free(d_scratch);
@@ -109,13 +110,17 @@ static void test_argument_errors(void **state) {
     size_t scratch = 0;
     void *d = NULL;
     assert_int_equal(pc_cuda_malloc(&d, 64), PC_OK);
-    assert_int_equal(pc_logprob_rows_cuda(PC_F32, NULL, 1, 4, 4, d, d, NULL, &scratch, NULL), PC_ERR_ARG);
-    assert_int_equal(pc_logprob_rows_cuda(PC_F32, d, 1, 4, 3, d, d, NULL, &scratch, NULL), PC_ERR_ARG);
-    assert_int_equal(pc_logprob_rows_cuda(PC_F16, d, 1, 4, 4, d, d, NULL, &scratch, NULL), PC_ERR_ARG);
-    assert_int_equal(pc_logprob_rows_cuda(PC_F32, d, 1, 0, 4, d, d, NULL, &scratch, NULL), PC_ERR_ARG);
-    assert_int_equal(pc_logprob_rows_cuda(PC_F32, d, -2, 4, 4, d, d, NULL, &scratch, NULL), PC_ERR_ARG);
-    assert_int_equal(pc_logprob_rows_cuda(PC_F32, d, 1, 4, 4, d, d, NULL, NULL, NULL), PC_ERR_ARG);
-    assert_int_equal(pc_logprob_rows_cuda(PC_F32, d, 0, 4, 4, d, d, NULL, &scratch, NULL), PC_OK);
+    assert_int_equal(pc_logprob_rows_cuda(PC_LSE_FUSE, PC_F32, NULL, 1, 4, 4, d, d, NULL, &scratch, NULL), PC_ERR_ARG);
+    assert_int_equal(pc_logprob_rows_cuda(PC_LSE_FUSE, PC_F32, d, 1, 4, 3, d, d, NULL, &scratch, NULL), PC_ERR_ARG);
+    assert_int_equal(pc_logprob_rows_cuda(PC_LSE_FUSE, PC_F16, d, 1, 4, 4, d, d, NULL, &scratch, NULL), PC_ERR_ARG);
+    assert_int_equal(pc_logprob_rows_cuda(PC_LSE_FUSE, PC_F32, d, 1, 0, 4, d, d, NULL, &scratch, NULL), PC_ERR_ARG);
+    assert_int_equal(pc_logprob_rows_cuda(PC_LSE_FUSE, PC_F32, d, -2, 4, 4, d, d, NULL, &scratch, NULL), PC_ERR_ARG);
+    assert_int_equal(pc_logprob_rows_cuda(PC_LSE_FUSE, PC_F32, d, 1, 4, 4, d, d, NULL, NULL, NULL), PC_ERR_ARG);
+    assert_int_equal(pc_logprob_rows_cuda(PC_LSE_FUSE, PC_F32, d, 0, 4, 4, d, d, NULL, &scratch, NULL), PC_OK);
+    /* The GPU offers kernel fuse only. */
+    assert_int_equal(pc_logprob_rows_cuda(PC_LSE_INT, PC_F32, d, 1, 4, 4, d, d, NULL, &scratch, NULL), PC_ERR_ARG);
+    assert_non_null(strstr(pc_last_error(), "int"));
+    assert_int_equal(pc_logprob_rows_cuda(PC_LSE_REF, PC_F32, d, 1, 4, 4, d, d, NULL, &scratch, NULL), PC_ERR_ARG);
     pc_cuda_free(d);
 }
 

@@ -1,6 +1,8 @@
 /* The pcinfer program end to end: results match the library, and every bad input gives a
  * message on stderr, exit status 2 (usage) or 1 (anything else), never a signal, and no output
- * file. Runs the built program from PC_BINARY_DIR (set by ctest); skipped without it. */
+ * file. --output never replaces an input or a special file; the data is streamed (--limit
+ * reads only what it scores, and memory does not grow with the number of images). Runs the
+ * built program from PC_BINARY_DIR (set by ctest); skipped without it. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,8 +10,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
-#include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -18,9 +22,13 @@
 
 #include "hclt_random.h"
 #include "pc/circuit.h"
+#include "pc/cuda.h"
+#include "pc/data.h"
 #include "pc/eval.h"
 #include "pc/hclt.h"
-#include "pc/lse.h"
+#include "run_tool.h"
+
+#include "mnist_find.h"
 
 #define V 12
 #define C 4
@@ -28,6 +36,8 @@
 #define N 40
 
 static char *tmpdir, program[4096];
+/* Where run() puts the program's output (fixed: path_of's buffers are reused in turn). */
+static char out_path[4200], err_path[4200];
 static pc_hclt *model;
 static uint8_t *pixels;
 
@@ -53,6 +63,8 @@ static int setup(void **state) {
     snprintf(program, sizeof program, "%s/pcinfer", bin);
     if (access(program, X_OK) != 0) program[0] = '\0';
     tmpdir = pc_hr_tempdir();
+    snprintf(out_path, sizeof out_path, "%s/stdout.txt", tmpdir);
+    snprintf(err_path, sizeof err_path, "%s/stderr.txt", tmpdir);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     model = pc_hr_model(V, C, K, 0.3, 0);
     assert_int_equal(pc_hclt_save(model, path_of("m.h5"), PC_HCLT_F64), PC_OK);
@@ -80,31 +92,12 @@ static int run(const char *arg0, ...) {
     for (const char *a = arg0; a && n < 31; a = va_arg(ap, const char *)) argv[n++] = a;
     va_end(ap);
     argv[n] = NULL;
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (!freopen(path_of("stdout.txt"), "w", stdout) ||
-            !freopen(path_of("stderr.txt"), "w", stderr))
-            _exit(126);
-        execv(program, (char *const *)argv);
-        _exit(127);
-    }
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    if (!WIFEXITED(status)) fail_msg("pcinfer died of signal %d", WTERMSIG(status));
-    return WEXITSTATUS(status);
+    int rc = pc_run_tool(argv, out_path, err_path, 600, NULL);
+    if (rc < 0) fail_msg("pcinfer died of signal %d", -rc);
+    return rc;
 }
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
-    char *buf = calloc(1, 1 << 20);
-    assert_non_null(buf);
-    size_t got = fread(buf, 1, (1 << 20) - 1, f);
-    buf[got] = '\0';
-    fclose(f);
-    return buf;
-}
+static char *slurp(const char *path) { return pc_slurp(path); }
 
 static void expect_in(const char *file, const char *frag) {
     char *text = slurp(path_of(file));
@@ -294,7 +287,9 @@ static void wrong_version(hid_t f) {
     assert_true(H5Awrite(a, H5T_NATIVE_INT, &v) >= 0);
     H5Aclose(a);
 }
-static void drop_dataset(hid_t f) { assert_true(H5Ldelete(f, "/params/trans_logw", H5P_DEFAULT) >= 0); }
+static void drop_dataset(hid_t f) {
+    assert_true(H5Ldelete(f, "/params/trans_logw", H5P_DEFAULT) >= 0);
+}
 static void wrong_shape(hid_t f) {
     assert_true(H5Ldelete(f, "/params/root_logw", H5P_DEFAULT) >= 0);
     hsize_t dims[1] = {K + 2};
@@ -378,6 +373,143 @@ static void test_bad_inputs(void **state) {
     expect_in("stderr.txt", "no/dir/out.txt");
 }
 
+/* --output never replaces an input or a special file, and leaves them as they were. */
+static void test_output_refused(void **state) {
+    (void)state;
+    REQUIRE_PROGRAM();
+    const char *m = path_of("m.h5"), *d = path_of("d.gz");
+    const struct {
+        const char *out, *frag;
+    } cases[] = {
+        {m, "is an input of this run"},
+        {d, "is an input of this run"},
+        {path_of("fifo.txt"), "is a FIFO, not a regular file"},
+        {path_of("link.txt"), "is a symbolic link, not a regular file"},
+    };
+    assert_int_equal(mkfifo(path_of("fifo.txt"), 0600), 0);
+    FILE *f = fopen(path_of("victim.txt"), "w");
+    assert_non_null(f);
+    fputs("keep\n", f);
+    fclose(f);
+    assert_int_equal(symlink(path_of("victim.txt"), path_of("link.txt")), 0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(run("--kernel", "ref", "--data", d, "--output", cases[i].out, m, NULL),
+                         1);
+        expect_in("stderr.txt", cases[i].frag);
+    }
+    /* The model and the data still work; the link's target is untouched. */
+    assert_int_equal(run("--kernel", "ref", "--data", d, m, NULL), 0);
+    char *text = slurp(path_of("victim.txt"));
+    assert_string_equal(text, "keep\n");
+    free(text);
+    remove(path_of("fifo.txt"));
+    remove(path_of("link.txt"));
+    remove(path_of("victim.txt"));
+}
+
+/* A gzip file whose header claims 1000 images and holds 20: --limit 10 reads only what it
+ * scores (and succeeds); without it the shortfall is an error. */
+static void test_limit_reads_only_what_it_scores(void **state) {
+    (void)state;
+    REQUIRE_PROGRAM();
+    uint8_t head[16] = {0, 0, 8, 3, 0, 0, 1000 >> 8, 1000 & 255, 0, 0, 0, 3, 0, 0, 0, 4};
+    gzFile f = gzopen(path_of("short.gz"), "wb");
+    assert_non_null(f);
+    gzwrite(f, head, 16);
+    gzwrite(f, pixels, 20 * V);
+    assert_int_equal(gzclose(f), Z_OK);
+    assert_int_equal(run("--kernel", "ref", "--data", path_of("short.gz"), "--limit", "10",
+                         "--json", path_of("m.h5"), NULL),
+                     0);
+    expect_in("stdout.txt", "\"images\": 10");
+    assert_int_equal(run("--kernel", "ref", "--data", path_of("short.gz"), path_of("m.h5"), NULL),
+                     1);
+    expect_in("stderr.txt", "the file ends in row 20");
+    remove(path_of("short.gz"));
+}
+
+/* Feeds an IDX stream of n MNIST-sized images into a FIFO: tiles of the MNIST test set when it
+ * is found, else random pixels. */
+typedef struct feed {
+    const char *fifo;
+    uint32_t n;
+    const uint8_t *tile; /* [tile_rows, 784] */
+    uint32_t tile_rows;
+} feed;
+
+static void *feed_fifo(void *arg) {
+    const feed *fd = arg;
+    FILE *f = fopen(fd->fifo, "wb");
+    if (!f) return NULL;
+    const uint8_t head[16] = {0, 0, 8, 3, (uint8_t)(fd->n >> 24), (uint8_t)(fd->n >> 16),
+                              (uint8_t)(fd->n >> 8), (uint8_t)fd->n, 0, 0, 0, 28, 0, 0, 0, 28};
+    int ok = fwrite(head, 1, 16, f) == 16;
+    for (uint32_t i = 0; i < fd->n && ok; i += fd->tile_rows) {
+        uint32_t rows = fd->n - i < fd->tile_rows ? fd->n - i : fd->tile_rows;
+        ok = fwrite(fd->tile, 784, rows, f) == rows; /* stops when pcinfer closes its end */
+    }
+    fclose(f);
+    return NULL;
+}
+
+/* Peak RSS (KB) of pcinfer scoring n streamed images with the 784-variable model. */
+static long streamed_rss(const feed *proto, uint32_t n, const char *limit) {
+    feed fd = *proto;
+    fd.n = n;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, feed_fifo, &fd), 0);
+    const char *argv[] = {program, "--kernel", "cpu", "--data", fd.fifo, "--json",
+                          limit ? "--limit" : path_of("m784.h5"), limit, path_of("m784.h5"),
+                          NULL};
+    if (!limit) argv[7] = NULL;
+    struct rusage ru;
+    int rc = pc_run_tool(argv, out_path, err_path, 600, &ru);
+    pthread_join(t, NULL);
+    if (rc != 0) {
+        char *err = slurp(path_of("stderr.txt"));
+        fail_msg("pcinfer exit %d: %s", rc, err);
+    }
+    char want[64];
+    snprintf(want, sizeof want, "\"images\": %s", limit ? limit : "");
+    if (!limit) snprintf(want, sizeof want, "\"images\": %u", n);
+    expect_in("stdout.txt", want);
+    return ru.ru_maxrss;
+}
+
+/* 10^6 images cost no more memory than 10^3: the data is streamed, not loaded. */
+static void test_streaming_memory(void **state) {
+    (void)state;
+    REQUIRE_PROGRAM();
+    pc_hclt *m784 = pc_hr_model(784, 256, 1, 0.3, 0);
+    assert_int_equal(pc_hclt_save(m784, path_of("m784.h5"), PC_HCLT_F32), PC_OK);
+    pc_hclt_free(m784);
+    feed fd = {path_of("images.fifo"), 0, NULL, 0};
+    assert_int_equal(mkfifo(fd.fifo, 0600), 0);
+    char mnist[4096];
+    pc_data *tile = NULL;
+    if (pc_tool_find_mnist(NULL, "t10k-images-idx3-ubyte.gz", mnist, sizeof mnist) == PC_OK &&
+        pc_data_load_idx(mnist, &tile) == PC_OK && tile->width == 784) {
+        fd.tile = tile->values, fd.tile_rows = (uint32_t)tile->count;
+    } else {
+        printf("MNIST not found: random pixels\n");
+        fd.tile = pc_hr_data(1000, 784, 256, 0.0, NULL), fd.tile_rows = 1000;
+    }
+    signal(SIGPIPE, SIG_IGN); /* --limit closes the FIFO early */
+    const long small = streamed_rss(&fd, 1000, NULL);
+    const long large = streamed_rss(&fd, 1000000, NULL);
+    const long limited = streamed_rss(&fd, 1000000, "10");
+    printf("peak RSS: %ld MB for 10^3 images, %ld MB for 10^6, %ld MB for --limit 10\n",
+           small / 1024, large / 1024, limited / 1024);
+    assert_true(large - small < 100 * 1024);
+    assert_true(large - limited < 100 * 1024);
+    if (tile)
+        pc_data_free(tile);
+    else
+        free((void *)fd.tile);
+    remove(fd.fifo);
+    remove(path_of("m784.h5"));
+}
+
 int main(void) {
     pc_hr_seed();
     const struct CMUnitTest tests[] = {
@@ -385,6 +517,9 @@ int main(void) {
         cmocka_unit_test(test_gpu_kernel_falls_back),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_output_refused),
+        cmocka_unit_test(test_limit_reads_only_what_it_scores),
+        cmocka_unit_test(test_streaming_memory),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -10,6 +10,8 @@
 #include "pc/lse.h"
 #include "pc/status.h"
 
+#include "base/fail.h"
+
 static void test_status_words(void **state) {
     (void)state;
     assert_string_equal(pc_status_str(PC_OK), "ok");
@@ -21,6 +23,10 @@ static void test_fail_records_message(void **state) {
     (void)state;
     assert_int_equal(pc_fail(PC_ERR_IO, "%s: cannot open", "x.h5"), PC_ERR_IO);
     assert_string_equal(pc_last_error(), "x.h5: cannot open");
+    /* A message that prefixes the previous one, as loaders do when they add the file name. */
+    pc_fail(PC_ERR_MODEL, "pc_hclt_create: V = %d is too large", 5);
+    assert_int_equal(pc_fail(PC_ERR_MODEL, "%s: %s", "m.h5", pc_last_error()), PC_ERR_MODEL);
+    assert_string_equal(pc_last_error(), "m.h5: pc_hclt_create: V = 5 is too large");
 }
 
 static void test_names_round_trip(void **state) {

@@ -1,7 +1,11 @@
 /* pcinfer: scores a data set with an HCLT model on one backend and reports the mean
  * log-likelihood, bits per dimension, throughput and (with --compare ref) the error against the
  * FP64 path. Results go to stdout, progress and notices to stderr. Exit status: 0 success,
- * 1 any error, 2 usage. */
+ * 1 any error, 2 usage.
+ *
+ * The model file is read by the isolated loader (a malformed file cannot crash or hang the
+ * program), the data is streamed a batch at a time (memory does not grow with the file), and
+ * --output goes through a pc_file_writer: complete or not at all, never over an input. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -16,8 +20,8 @@
 #include "pc/cuda.h"
 #include "pc/data.h"
 #include "pc/eval.h"
+#include "pc/file.h"
 #include "pc/hclt.h"
-#include "pc/lse.h"
 
 #include "mnist_find.h"
 
@@ -129,57 +133,101 @@ static int64_t batch_for(const args *a, pc_backend backend) {
     return pc_backend_is_gpu(backend) ? PCINFER_GPU_BATCH : PCINFER_CPU_BATCH;
 }
 
-/* Scores all n samples in batches; progress on stderr every few seconds of a long run. */
-static pc_status score_all(const pc_circuit *c, pc_backend backend, const args *a,
-                           const pc_data *d, int64_t n, double *logp, double *seconds) {
-    const int64_t batch = batch_for(a, backend);
-    pc_eval_opts opts = {backend, batch < n ? batch : n, a->threads};
-    pc_evaluator *e = NULL;
-    pc_status st = pc_evaluator_create(c, &opts, &e);
+typedef struct results {
+    const char *kernel, *data;
+    char device[256]; /* "NVIDIA H200, ..." for GPU kernels, "CPU, T threads" otherwise */
+    int64_t n, batch;
+    double mean_ll, bpd, seconds, mean_delta, max_delta, ref_seconds;
+    int compared, threads;
+} results;
+
+/* The evaluators and one batch's buffers: values [batch, V], logp and ref [batch]. */
+typedef struct scorer {
+    pc_evaluator *e, *ref_e;
+    uint8_t *values;
+    double *logp, *ref;
+} scorer;
+
+static void scorer_free(scorer *s) {
+    pc_evaluator_free(s->e);
+    pc_evaluator_free(s->ref_e);
+    free(s->values);
+    free(s->logp);
+    free(s->ref);
+}
+
+static pc_status scorer_init(scorer *s, const pc_circuit *c, pc_backend backend, const args *a,
+                             int64_t batch) {
+    memset(s, 0, sizeof *s);
+    pc_eval_opts opts = {backend, batch, a->threads};
+    pc_eval_opts ref_opts = {PC_BACKEND_REF, batch, a->threads};
+    pc_status st = pc_evaluator_create(c, &opts, &s->e);
+    if (st == PC_OK && a->compare) st = pc_evaluator_create(c, &ref_opts, &s->ref_e);
     if (st != PC_OK) return st;
-    const double t0 = now_seconds();
-    double last = t0;
-    for (int64_t i = 0; i < n && st == PC_OK; i += opts.max_batch) {
-        int64_t nb = n - i < opts.max_batch ? n - i : opts.max_batch;
-        size_t at = (size_t)i * (size_t)d->width;
-        st = pc_evaluate(e, d->values + at, d->missing ? d->missing + at : NULL, nb, d->width,
-                         logp + i);
-        double t = now_seconds();
-        if (t - last >= 3.0 && i + nb < n) {
-            fprintf(stderr, "pcinfer: %s: %lld / %lld images, %.0f images/s\n",
-                    pc_backend_name(backend), (long long)(i + nb), (long long)n,
-                    (double)(i + nb) / (t - t0));
-            last = t;
+    s->values = malloc((size_t)batch * (size_t)c->num_vars);
+    s->logp = malloc((size_t)batch * sizeof *s->logp);
+    s->ref = a->compare ? malloc((size_t)batch * sizeof *s->ref) : NULL;
+    return s->values && s->logp && (s->ref || !a->compare) ? PC_OK : PC_ERR_NOMEM;
+}
+
+/* Folds one batch of nb results into the running figures and the output file. */
+static pc_status take_batch(const scorer *s, int64_t nb, results *r, pc_file_writer *out) {
+    pc_status st = PC_OK;
+    for (int64_t i = 0; i < nb; i++) {
+        r->mean_ll += s->logp[i] / (double)r->n;
+        if (s->ref) {
+            /* Equal infinities (a zero-probability image in both) differ by 0. */
+            double d = s->logp[i] == s->ref[i] ? 0.0 : fabs(s->logp[i] - s->ref[i]);
+            r->mean_delta += d / (double)r->n;
+            r->max_delta = d > r->max_delta || isnan(d) ? d : r->max_delta;
         }
+        if (out && st == PC_OK) st = pc_file_writer_printf(out, "%.17g\n", s->logp[i]);
     }
-    *seconds = now_seconds() - t0;
-    pc_evaluator_free(e);
     return st;
 }
 
-/* Writes one value per line (%.17g) to a temporary file and renames it into place. */
-static int write_output(const char *path, const double *logp, int64_t n) {
-    size_t len = strlen(path) + 32;
-    char *tmp = malloc(len);
-    if (!tmp) return fprintf(stderr, "pcinfer: out of memory\n"), 1;
-    snprintf(tmp, len, "%s.tmp-%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "pcinfer: %s: cannot create: %s\n", path, strerror(errno));
-        free(tmp);
+/* Scores the first r->n images of the reader in batches, timing each backend's evaluations
+ * only; progress on stderr every few seconds of a long run. */
+static int score_stream(const pc_circuit *c, pc_backend backend, const args *a,
+                        pc_data_reader *data, pc_file_writer *out, results *r) {
+    const int64_t batch = batch_for(a, backend) < r->n ? batch_for(a, backend) : r->n;
+    scorer s;
+    pc_status st = scorer_init(&s, c, backend, a, batch);
+    if (st == PC_ERR_NOMEM) {
+        fprintf(stderr, "pcinfer: out of memory for a batch of %lld images\n", (long long)batch);
+        scorer_free(&s);
         return 1;
     }
-    int ok = 1;
-    for (int64_t i = 0; i < n && ok; i++) ok = fprintf(f, "%.17g\n", logp[i]) > 0;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        fprintf(stderr, "pcinfer: %s: writing failed: %s\n", path, strerror(errno));
-        remove(tmp);
-        free(tmp);
-        return 1;
+    const double t_start = now_seconds();
+    double last = t_start;
+    for (int64_t i = 0, nb = 0; i < r->n && st == PC_OK; i += nb) {
+        int64_t want = r->n - i < batch ? r->n - i : batch;
+        if ((st = pc_data_reader_read(data, s.values, want, &nb)) != PC_OK) break;
+        double t0 = now_seconds();
+        st = pc_evaluate(s.e, s.values, NULL, nb, c->num_vars, s.logp);
+        r->seconds += now_seconds() - t0;
+        if (st == PC_OK && s.ref_e) {
+            t0 = now_seconds();
+            st = pc_evaluate(s.ref_e, s.values, NULL, nb, c->num_vars, s.ref);
+            r->ref_seconds += now_seconds() - t0;
+        }
+        if (st == PC_OK) st = take_batch(&s, nb, r, out);
+        double t = now_seconds();
+        if (st == PC_OK && t - last >= 3.0 && i + nb < r->n) {
+            fprintf(stderr, "pcinfer: %s: %lld / %lld images, %.0f images/s\n",
+                    pc_backend_name(backend), (long long)(i + nb), (long long)r->n,
+                    (double)(i + nb) / (t - t_start));
+            last = t;
+        }
     }
-    free(tmp);
-    return 0;
+    /* The evaluator names the sample and variable of a bad value; the file is named here. */
+    if (st == PC_ERR_DATA && !strstr(pc_last_error(), r->data))
+        fprintf(stderr, "pcinfer: %s: %s\n", r->data, pc_last_error());
+    else if (st != PC_OK)
+        fprintf(stderr, "pcinfer: %s\n", pc_last_error());
+    r->compared = a->compare != NULL;
+    scorer_free(&s);
+    return st == PC_OK ? 0 : 1;
 }
 
 static void json_string(const char *s) {
@@ -198,14 +246,6 @@ static void json_number(double v) {
     if (isfinite(v)) printf("%.17g", v);
     else printf("null");
 }
-
-typedef struct results {
-    const char *kernel, *data;
-    char device[256]; /* "NVIDIA H200, ..." for GPU kernels, "CPU, T threads" otherwise */
-    int64_t n, batch;
-    double mean_ll, bpd, seconds, mean_delta, max_delta, ref_seconds;
-    int compared, threads;
-} results;
 
 static void print_results(const args *a, const pc_circuit *c, const results *r) {
     if (a->json) {
@@ -273,79 +313,66 @@ int main(int argc, char **argv) {
 
     pc_hclt *model = NULL;
     pc_circuit *circuit = NULL;
-    pc_data *data = NULL;
-    double *logp = NULL, *ref = NULL;
+    pc_data_reader *data = NULL;
+    pc_file_writer *out = NULL;
     char found[4096];
     results r;
     memset(&r, 0, sizeof r);
     rc = 1;
-    if (pc_hclt_load(a.model, &model) != PC_OK) {
-        fail_with(pc_last_error());
-        goto done;
-    }
     if (a.data) {
         r.data = a.data;
     } else if (pc_tool_find_mnist(NULL, MNIST_TEST_IMAGES, found, sizeof found) == PC_OK) {
         r.data = found;
     } else {
-        fail_with(pc_last_error());
-        goto done;
+        fail_with(found);
+        goto fail;
     }
-    if (pc_data_load_idx(r.data, &data) != PC_OK) {
+    /* The output is checked (and its temporary file made) before any work. */
+    const char *inputs[2] = {a.model, r.data};
+    if (a.output && pc_file_writer_open(a.output, inputs, 2, &out) != PC_OK) {
         fail_with(pc_last_error());
-        goto done;
+        goto fail;
     }
-    if (data->width != model->num_vars) {
+    if (pc_hclt_load_isolated(a.model, NULL, &model) != PC_OK ||
+        pc_data_reader_open(r.data, &data) != PC_OK) {
+        fail_with(pc_last_error());
+        goto fail;
+    }
+    if (pc_data_reader_width(data) != model->num_vars) {
         fprintf(stderr, "pcinfer: %s: images have %d values but the model %s has num_vars = %d\n",
-                r.data, data->width, a.model, model->num_vars);
-        goto done;
+                r.data, pc_data_reader_width(data), a.model, model->num_vars);
+        goto fail;
     }
-    r.n = a.limit >= 0 && a.limit < data->count ? a.limit : data->count;
+    const int64_t count = pc_data_reader_count(data);
+    r.n = a.limit >= 0 && a.limit < count ? a.limit : count;
     if (r.n == 0) {
         fprintf(stderr, "pcinfer: %s: no images to score\n", r.data);
-        goto done;
+        goto fail;
     }
     if (pc_circuit_compile(model, &circuit) != PC_OK) {
         fail_with(pc_last_error());
-        goto done;
-    }
-    logp = malloc((size_t)r.n * sizeof *logp);
-    ref = a.compare ? malloc((size_t)r.n * sizeof *ref) : NULL;
-    if (!logp || (a.compare && !ref)) {
-        fail_with("out of memory for the results");
-        goto done;
+        goto fail;
     }
     r.kernel = pc_backend_name(backend);
     r.batch = batch_for(&a, backend);
     r.threads = a.threads > 0 ? a.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (!pc_backend_is_gpu(backend) || pc_cuda_describe(r.device, sizeof r.device) != PC_OK)
         snprintf(r.device, sizeof r.device, "CPU, %d threads", r.threads);
-    if (score_all(circuit, backend, &a, data, r.n, logp, &r.seconds) != PC_OK) {
-        fail_with(pc_last_error());
-        goto done;
-    }
-    if (a.compare) {
-        if (score_all(circuit, PC_BACKEND_REF, &a, data, r.n, ref, &r.ref_seconds) != PC_OK) {
-            fail_with(pc_last_error());
-            goto done;
-        }
-        r.compared = 1;
-        for (int64_t i = 0; i < r.n; i++) {
-            /* Equal infinities (a zero-probability image in both) differ by 0. */
-            double d = logp[i] == ref[i] ? 0.0 : fabs(logp[i] - ref[i]);
-            r.mean_delta += d / (double)r.n;
-            r.max_delta = d > r.max_delta || isnan(d) ? d : r.max_delta;
-        }
-    }
-    for (int64_t i = 0; i < r.n; i++) r.mean_ll += logp[i] / (double)r.n;
+    if (score_stream(circuit, backend, &a, data, out, &r) != 0) goto fail;
     r.bpd = -r.mean_ll / ((double)model->num_vars * log(2.0));
-    if (a.output && write_output(a.output, logp, r.n) != 0) goto done;
+    if (out) {
+        pc_status st = pc_file_writer_commit(out);
+        out = NULL;
+        if (st != PC_OK) {
+            fail_with(pc_last_error());
+            goto fail;
+        }
+    }
     print_results(&a, circuit, &r);
     rc = fflush(stdout) == 0 ? 0 : 1;
-done:
-    free(logp);
-    free(ref);
-    pc_data_free(data);
+fail:
+    pc_file_writer_abort(out);
+    pc_data_reader_close(data);
     pc_circuit_free(circuit);
     pc_hclt_free(model);
     return rc;

@@ -5,7 +5,9 @@
  *           [--valid FILE] [--seed S] [--threads T] [--f64] -o MODEL.h5
  *
  * Progress (one line per epoch) goes to stderr, the summary to stdout. Exit status: 0 done,
- * 1 error, 2 usage.
+ * 1 error, 2 usage. The output is opened (checked, its temporary file made) before the data is
+ * read, so a bad -o fails at once instead of after training; the model is written complete or
+ * not at all, never over an input.
  */
 #include <errno.h>
 #include <math.h>
@@ -16,6 +18,7 @@
 #include <time.h>
 
 #include "pc/data.h"
+#include "pc/file.h"
 #include "pc/hclt.h"
 #include "pc/learn.h"
 #include "pc/rng.h"
@@ -158,21 +161,24 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int fail(const char *what) {
+static int call_failed(const char *what) {
     fprintf(stderr, "pclearn: %s: %s\n", what, pc_last_error());
     return 1;
 }
 
-/* Reads `path`, or when it is NULL the MNIST file `mnist_name`; the path read goes to used. */
-static int load_data(const char *path, const char *mnist_name, pc_data **out, char *used,
-                     size_t n) {
+/* The path of the data: `path`, or when it is NULL the MNIST file `mnist_name`, into used. */
+static int find_data(const char *path, const char *mnist_name, char *used, size_t n) {
     if (path) {
-        if (used != path) snprintf(used, n, "%s", path);
+        snprintf(used, n, "%s", path);
     } else if (pc_tool_find_mnist(NULL, mnist_name, used, n) != PC_OK) {
-        return fail("finding the data");
+        fprintf(stderr, "pclearn: finding the data: %s\n", used);
+        return 1;
     }
-    if (pc_data_load_idx(used, out) != PC_OK) return fail("reading the data");
     return 0;
+}
+
+static int load_data(const char *path, pc_data **out) {
+    return pc_data_load_idx(path, out) != PC_OK ? call_failed("reading the data") : 0;
 }
 
 /* Mean log p(x) in nats over the data. */
@@ -184,7 +190,7 @@ static int mean_loglik(const pc_hclt *m, const pc_data *d, double *mean) {
     }
     if (pc_learn_loglik(m, d, lp) != PC_OK) {
         free(lp);
-        return fail("scoring");
+        return call_failed("scoring");
     }
     double sum = 0;
     for (int64_t i = 0; i < d->count; i++) sum += lp[i];
@@ -233,7 +239,7 @@ static int train(const options *o, pc_em *em, const pc_data *d) {
             if (pc_em_step(em, d, full ? NULL : rows + begin, count, step, o->pseudocount, &part) !=
                 PC_OK) {
                 free(rows);
-                return fail("EM");
+                return call_failed("EM");
             }
             ll += part;
         }
@@ -259,32 +265,41 @@ int main(int argc, char **argv) {
     pc_data *d = NULL, *test = NULL;
     pc_hclt *model = NULL, *saved = NULL;
     pc_em *em = NULL;
+    pc_file_writer *w = NULL;
     double *mi = NULL;
     int32_t *parent = NULL;
     rc = 1;
-    if (load_data(o.data, "train-images-idx3-ubyte.gz", &d, data_path, sizeof data_path)) goto out;
+    if (find_data(o.data, "train-images-idx3-ubyte.gz", data_path, sizeof data_path)) goto fail;
+    /* Without --valid and --data, the MNIST test set is scored when it is found, and skipped
+     * when not. */
+    int want_test = o.valid != NULL;
+    if (o.valid) {
+        snprintf(valid_path, sizeof valid_path, "%s", o.valid);
+    } else if (!o.data) {
+        want_test = pc_tool_find_mnist(NULL, "t10k-images-idx3-ubyte.gz", valid_path,
+                                       sizeof valid_path) == PC_OK;
+        if (!want_test) fprintf(stderr, "pclearn: no test set scored: %s\n", valid_path);
+    }
+    const char *inputs[2] = {data_path, want_test ? valid_path : NULL};
+    if (pc_file_writer_open(o.out, inputs, 2, &w) != PC_OK) {
+        call_failed("writing the model");
+        goto fail;
+    }
+    if (load_data(data_path, &d)) goto fail;
     if (d->count < 1) {
         fprintf(stderr, "pclearn: %s has no samples\n", data_path);
-        goto out;
+        goto fail;
     }
     const int32_t cats = 256, vars = d->width; /* IDX bytes: 256 categories */
     fprintf(stderr, "data: %s, %lld samples x %d variables\n", data_path, (long long)d->count,
             vars);
-    /* The test data is read before learning, so a bad file fails at once. Without --valid
-     * and --data, the MNIST test set is scored when it is found, and skipped when not. */
-    int want_test = o.valid != NULL;
-    if (!o.valid && !o.data) {
-        want_test = pc_tool_find_mnist(NULL, "t10k-images-idx3-ubyte.gz", valid_path,
-                                       sizeof valid_path) == PC_OK;
-        if (!want_test) fprintf(stderr, "pclearn: no test set scored: %s\n", pc_last_error());
-    }
+    /* The test data is read before learning, so a bad file fails at once. */
     if (want_test) {
-        if (load_data(o.valid ? o.valid : valid_path, NULL, &test, valid_path, sizeof valid_path))
-            goto out;
+        if (load_data(valid_path, &test)) goto fail;
         if (test->width != vars || test->count < 1) {
             fprintf(stderr, "pclearn: %s has %lld samples of %d variables; need >= 1 of %d\n",
                     valid_path, (long long)test->count, test->width, vars);
-            goto out;
+            goto fail;
         }
     }
 
@@ -293,21 +308,21 @@ int main(int argc, char **argv) {
     parent = malloc((size_t)vars * sizeof *parent);
     if (!mi || !parent) {
         fprintf(stderr, "pclearn: out of memory for the %d x %d mutual information\n", vars, vars);
-        goto out;
+        goto fail;
     }
     if (pc_learn_mutual_info(d, cats, (int32_t)o.bins, o.mi_rows, o.seed, mi) != PC_OK) {
-        fail("mutual information");
-        goto out;
+        call_failed("mutual information");
+        goto fail;
     }
     const double t_mi = now_s() - t0;
     t0 = now_s();
     if (pc_learn_chow_liu(vars, mi, parent) != PC_OK) {
-        fail("Chow-Liu tree");
-        goto out;
+        call_failed("Chow-Liu tree");
+        goto fail;
     }
     if (pc_learn_hclt_create(vars, parent, cats, (int32_t)o.latents, &model) != PC_OK) {
-        fail("HCLT structure");
-        goto out;
+        call_failed("HCLT structure");
+        goto fail;
     }
     const double t_tree = now_s() - t0;
     fprintf(stderr,
@@ -315,27 +330,33 @@ int main(int argc, char **argv) {
             "sharing a latent\n",
             t_mi, o.bins, t_tree, model->num_trans, vars - 1 - model->num_trans);
     if (pc_learn_init_params(model, d, o.seed) != PC_OK || pc_em_create(model, &em) != PC_OK) {
-        fail("initialising EM");
-        goto out;
+        call_failed("initialising EM");
+        goto fail;
     }
     t0 = now_s();
-    if (train(&o, em, d)) goto out;
+    if (train(&o, em, d)) goto fail;
     const double t_em = now_s() - t0;
     if (pc_em_export(em, model) != PC_OK || pc_hclt_validate(model, "learned model") != PC_OK) {
-        fail("learned model");
-        goto out;
+        call_failed("learned model");
+        goto fail;
     }
-    if (pc_hclt_save(model, o.out, o.f64 ? PC_HCLT_F64 : PC_HCLT_F32) != PC_OK) {
-        fail("writing the model");
-        goto out;
+    pc_status st = pc_hclt_write(model, o.f64 ? PC_HCLT_F64 : PC_HCLT_F32, w, o.out);
+    if (st == PC_OK)
+        st = pc_file_writer_commit(w);
+    else
+        pc_file_writer_abort(w);
+    w = NULL;
+    if (st != PC_OK) {
+        call_failed("writing the model");
+        goto fail;
     }
     /* Score the model as stored (float32 rounding included). */
-    if (pc_hclt_load(o.out, &saved) != PC_OK) {
-        fail("reading the model back");
-        goto out;
+    if (pc_hclt_load_isolated(o.out, NULL, &saved) != PC_OK) {
+        call_failed("reading the model back");
+        goto fail;
     }
     double train_ll = 0;
-    if (mean_loglik(saved, d, &train_ll)) goto out;
+    if (mean_loglik(saved, d, &train_ll)) goto fail;
     printf("model: %s (K = %ld, %d variables, %d categories, %d transition rows, %s)\n", o.out,
            o.latents, vars, cats, model->num_trans, o.f64 ? "float64" : "float32");
     printf("training: %.1f s in all (structure %.1f s, EM %.1f s), %ld mini-batch epochs of %ld, "
@@ -346,12 +367,13 @@ int main(int argc, char **argv) {
            train_ll, bits_per_dim(train_ll, vars));
     if (test) {
         double test_ll = 0;
-        if (mean_loglik(saved, test, &test_ll)) goto out;
+        if (mean_loglik(saved, test, &test_ll)) goto fail;
         printf("test: %s, %lld samples, LL %.4f nats/image, %.4f bits/dim\n", valid_path,
                (long long)test->count, test_ll, bits_per_dim(test_ll, vars));
     }
     rc = 0;
-out:
+fail:
+    pc_file_writer_abort(w);
     pc_data_free(d);
     pc_data_free(test);
     pc_hclt_free(model);

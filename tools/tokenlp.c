@@ -153,15 +153,16 @@ static int time_cuda(const args *a, const void *x, const int64_t *t, float *out,
     if (pc_cuda_malloc((void **)&d_t, (size_t)a->rows * sizeof *t) != PC_OK ||
         pc_cuda_memcpy_h2d(d_t, t, (size_t)a->rows * sizeof *t) != PC_OK ||
         pc_cuda_malloc((void **)&d_out, (size_t)a->rows * sizeof *out) != PC_OK ||
-        pc_logprob_rows_cuda(a->dtype, d_x[0], a->rows, a->vocab, a->vocab, d_t, d_out, NULL,
-                             &scratch, NULL) != PC_OK ||
+        pc_logprob_rows_cuda(PC_LSE_FUSE, a->dtype, d_x[0], a->rows, a->vocab, a->vocab, d_t,
+                             d_out, NULL, &scratch, NULL) != PC_OK ||
         pc_cuda_malloc(&d_scratch, scratch) != PC_OK || pc_cuda_timer_create(&timer) != PC_OK)
         goto fail;
     for (int i = -1; i < a->reps; i++) {
         float e = 0.0f;
         if (pc_cuda_timer_start(timer, NULL) != PC_OK ||
-            pc_logprob_rows_cuda(a->dtype, d_x[(i + copies) % copies], a->rows, a->vocab, a->vocab,
-                                 d_t, d_out, d_scratch, &scratch, NULL) != PC_OK ||
+            pc_logprob_rows_cuda(PC_LSE_FUSE, a->dtype, d_x[(i + copies) % copies], a->rows,
+                                 a->vocab, a->vocab, d_t, d_out, d_scratch, &scratch,
+                                 NULL) != PC_OK ||
             pc_cuda_timer_stop(timer, NULL) != PC_OK ||
             pc_cuda_timer_elapsed_ms(timer, &e) != PC_OK)
             goto fail;

@@ -79,7 +79,10 @@ static void die(const char *what) {
 static pc_data *load_mnist(const char *file) {
     char path[4096];
     pc_data *d = NULL;
-    if (pc_tool_find_mnist(NULL, file, path, sizeof path) != PC_OK) die(file);
+    if (pc_tool_find_mnist(NULL, file, path, sizeof path) != PC_OK) {
+        fprintf(stderr, "gpu_circuit_bench: %s\n", path);
+        exit(1);
+    }
     if (pc_data_load_idx(path, &d) != PC_OK) die(path);
     return d;
 }

@@ -15,6 +15,9 @@
 extern "C" {
 #endif
 
+/* 1 when this build has CUDA and at least one usable GPU is present, else 0. Never fails. */
+PC_API int pc_cuda_available(void);
+
 PC_API pc_status pc_cuda_malloc(void **d_ptr, size_t bytes);
 PC_API void pc_cuda_free(void *d_ptr);
 PC_API pc_status pc_cuda_memcpy_h2d(void *d_dst, const void *src, size_t bytes);

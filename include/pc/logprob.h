@@ -61,17 +61,19 @@ PC_API pc_status pc_logprob_rows_ref(pc_dtype dtype, const void *logits, int64_t
                                      int64_t vocab, int64_t stride, const int64_t *targets,
                                      double *out);
 
-/* CUDA: d_logits, d_targets, d_out and d_scratch are device pointers; the call is asynchronous
- * on `stream` and returns once the work is queued. Scratch is CUB style: with d_scratch == NULL
- * the call only stores the bytes it needs in *scratch_bytes (never 0) and returns PC_OK;
- * otherwise d_scratch must hold *scratch_bytes bytes that nobody else touches until the queued
- * work finishes. The shape picks the grid (one block per row, or several blocks per row plus a
- * combine step when the rows alone cannot fill the GPU). In a build without CUDA it returns
- * PC_ERR_UNSUPPORTED. */
-PC_API pc_status pc_logprob_rows_cuda(pc_dtype dtype, const void *d_logits, int64_t rows,
-                                      int64_t vocab, int64_t stride, const int64_t *d_targets,
-                                      float *d_out, void *d_scratch, size_t *scratch_bytes,
-                                      pc_stream stream);
+/* CUDA, the same contract as pc_logprob_rows with the arguments of pc_lse_rows_cuda: the GPU
+ * offers kernel fuse (FP32 online (max, sum) with exp2, the target picked in the same pass; any
+ * other kernel is PC_ERR_ARG). d_logits, d_targets, d_out and d_scratch are device pointers;
+ * the call is asynchronous on `stream` and returns once the work is queued. Scratch is CUB
+ * style: with d_scratch == NULL the call only stores the bytes it needs in *scratch_bytes
+ * (never 0) and returns PC_OK; otherwise d_scratch must hold *scratch_bytes bytes that nobody
+ * else touches until the queued work finishes. The shape picks the grid (one block per row, or
+ * several blocks per row plus a combine step when the rows alone cannot fill the GPU). In a
+ * build without CUDA it returns PC_ERR_UNSUPPORTED. */
+PC_API pc_status pc_logprob_rows_cuda(pc_lse_kernel kernel, pc_dtype dtype, const void *d_logits,
+                                      int64_t rows, int64_t vocab, int64_t stride,
+                                      const int64_t *d_targets, float *d_out, void *d_scratch,
+                                      size_t *scratch_bytes, pc_stream stream);
 
 #ifdef __cplusplus
 }

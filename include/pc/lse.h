@@ -109,14 +109,11 @@ PC_API pc_status pc_lse_backward(const float *x, const float *lse, int64_t rows,
  * CUDA. Pointers named d_* are device pointers; calls are asynchronous on `stream` (NULL is the
  * legacy default stream) and return once the work is queued. Argument errors are found before
  * anything is queued. Every call runs on the calling thread's current CUDA device, which must
- * hold the pointers and the stream. In a build without CUDA every call returns PC_ERR_UNSUPPORTED and
- * pc_cuda_available() returns 0.
+ * hold the pointers and the stream. In a build without CUDA every call returns
+ * PC_ERR_UNSUPPORTED (pc_cuda_available() in pc/cuda.h returns 0).
  * ------------------------------------------------------------------------------------------ */
 
 typedef struct CUstream_st *pc_stream; /* the same type as cudaStream_t */
-
-/* 1 when this build has CUDA and at least one usable GPU is present, else 0. Never fails. */
-PC_API int pc_cuda_available(void);
 
 /* Row-wise LSE on the GPU, same contract as pc_lse_rows (ref is not offered on the GPU).
  * Scratch (CUB style): with d_scratch == NULL the call only stores the bytes it needs in

@@ -3,7 +3,8 @@
  * Every fallible library call returns a pc_status: PC_OK (0) on success, a negative code on
  * error. On error the library also records a message for the calling thread that names the
  * file, dataset or argument at fault; pc_last_error() returns it until the next failing call
- * on the same thread. The library never prints and never exits.
+ * on the same thread. The library never prints and never exits. Only the library sets these
+ * messages (src/base/fail.h).
  */
 #ifndef PC_STATUS_H
 #define PC_STATUS_H
@@ -41,14 +42,6 @@ PC_API const char *pc_status_str(pc_status status);
 /* The message of the calling thread's most recent failing call ("" if none). The text is owned
  * by the library and stays valid until the next failing call on this thread. */
 PC_API const char *pc_last_error(void);
-
-/* Records a formatted message for the calling thread and returns `status`, so that library code
- * can write `return pc_fail(PC_ERR_ARG, "rows = %lld is negative", (long long)rows);`. */
-PC_API pc_status pc_fail(pc_status status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
 
 #ifdef __cplusplus
 }

@@ -225,8 +225,8 @@ static PyObject *logprob_rows_cuda(PyObject *self, PyObject *const *args, Py_ssi
     size_t bytes = (size_t)v[8];
     pc_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = pc_logprob_rows_cuda((pc_dtype)v[0], PTR(v[1]), v[2], v[3], v[4], PTR(v[5]), PTR(v[6]),
-                              PTR(v[7]), &bytes, (pc_stream)PTR(v[9]));
+    st = pc_logprob_rows_cuda(PC_LSE_FUSE, (pc_dtype)v[0], PTR(v[1]), v[2], v[3], v[4], PTR(v[5]),
+                              PTR(v[6]), PTR(v[7]), &bytes, (pc_stream)PTR(v[9]));
     Py_END_ALLOW_THREADS
     if (st != PC_OK) return pcpy_raise(st);
     if (!v[7]) return PyLong_FromSize_t(bytes);

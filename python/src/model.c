@@ -45,8 +45,10 @@ static PyObject *model_load(PyObject *cls, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O&:load", PyUnicode_FSConverter, &path_obj)) return NULL;
     pc_hclt *hclt = NULL;
     pc_status st;
+    /* A model file may come from anyone: it is parsed by the reader program, never by libhdf5
+     * in this process (docs/format.md). */
     Py_BEGIN_ALLOW_THREADS
-    st = pc_hclt_load(PyBytes_AS_STRING(path_obj), &hclt);
+    st = pc_hclt_load_isolated(PyBytes_AS_STRING(path_obj), NULL, &hclt);
     Py_END_ALLOW_THREADS
     Py_DECREF(path_obj);
     return st == PC_OK ? pcpy_model_wrap(hclt) : pcpy_raise(st);

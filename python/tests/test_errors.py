@@ -149,3 +149,20 @@ def test_learn_rejects_bad_arguments():
     bad[3, 2] = 4
     with pytest.raises(pcinfer.Error):
         pcinfer.learn(bad, latents=2, num_cats=4, epochs=1)
+
+
+def test_hostile_model_files_raise(source_dir):
+    """Files that crash or hang libhdf5 1.10 (tests/data/badinput) raise, in bounded time,
+    instead of killing the interpreter: they are parsed by the reader program."""
+    import os
+    import time
+
+    bad = os.path.join(source_dir, "tests", "data", "badinput")
+    for name, what in [("hclt-crash-a2f0deb8047cabdf3782f67eea64970f1f9472d3", "crashed"),
+                       ("hclt-timeout-91c0fc10c8dc8bb9af321288b847c702dae2904f", "took more"),
+                       ("own-13KB-file-8GB-RSS.h5", "holds only 0 bytes")]:
+        start = time.monotonic()
+        msg = check(raises(pcinfer.Status.ERR_FORMAT, what),
+                    lambda: pcinfer.load(os.path.join(bad, name)))
+        assert name in msg
+        assert time.monotonic() - start < 12

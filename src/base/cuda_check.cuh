@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 #include <string.h>
 
+#include "base/fail.h"
 #include "pc/status.h"
 
 /* File name without its directories: messages stay short and machine-independent. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "base/cuda_check.cuh"
+#include "base/fail.h"
 #include "pc/cuda.h"
 
 struct pc_cuda_timer {

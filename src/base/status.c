@@ -1,7 +1,9 @@
 #include "pc/status.h"
+#include "base/fail.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Long enough for a path plus a dataset name and a sentence. */
 #define PC_ERROR_TEXT_LEN 1024
@@ -22,9 +24,14 @@ const char *pc_status_str(pc_status status) {
 const char *pc_last_error(void) { return last_error; }
 
 pc_status pc_fail(pc_status status, const char *fmt, ...) {
+    /* Formatted apart first: callers prefix the previous message ("%s: %s", path,
+     * pc_last_error()), and vsnprintf into the buffer it reads from is undefined (it garbled
+     * such messages). */
+    char text[PC_ERROR_TEXT_LEN];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    memcpy(last_error, text, sizeof text);
     return status;
 }

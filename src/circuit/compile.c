@@ -7,6 +7,7 @@
  *
  * Also a circuit's copy with more states per latent, the added ones of zero probability. */
 #include "pc/circuit.h"
+#include "base/fail.h"
 
 #include <math.h>
 #include <stdlib.h>

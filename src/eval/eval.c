@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fail.h"
 #include "eval/backend.h"
 #include "eval/evaluator.h"
 

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/fail.h"
 #include "learn/learn_em_internal.h"
 #include "learn/learn_internal.h"
 #include "pc/lse.h" /* pc_cpu_best_isa */

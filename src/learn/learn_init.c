@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "base/fail.h"
 #include "learn/learn_internal.h"
 #include "pc/rng.h"
 #include "pc/learn.h"

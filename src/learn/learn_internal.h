@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
+#include "base/fail.h"
 #include "pc/status.h"
 
 /* Fails with PC_ERR_NOMEM when `bytes` exceed 80% of the machine's physical memory. Buffers

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fail.h"
 #include "learn/learn_internal.h"
 #include "pc/rng.h"
 #include "pc/learn.h"

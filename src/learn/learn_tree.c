@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/fail.h"
 #include "learn/learn_internal.h"
 #include "pc/learn.h"
 

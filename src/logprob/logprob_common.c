@@ -1,6 +1,7 @@
 /* Argument checks shared by the CPU and CUDA token log-probability entry points. */
 #include <inttypes.h>
 
+#include "base/fail.h"
 #include "logprob/logprob_internal.h"
 
 pc_status pc_logprob_check_args(pc_dtype dtype, const void *logits, int64_t rows, int64_t vocab,

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fail.h"
 #include "logprob/logprob_internal.h"
 
 static double logit_at(pc_dtype dtype, const void *logits, int64_t stride, int64_t r, int64_t i) {

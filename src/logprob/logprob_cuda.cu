@@ -26,6 +26,7 @@
 #include <cstdint>
 
 #include "base/cuda_check.cuh"
+#include "base/fail.h"
 #include "logprob/logprob_internal.h"
 
 #define LP_THREADS 512
@@ -272,10 +273,13 @@ fail:
 
 } /* namespace */
 
-extern "C" pc_status pc_logprob_rows_cuda(pc_dtype dtype, const void *d_logits, int64_t rows,
-                                          int64_t vocab, int64_t stride, const int64_t *d_targets,
-                                          float *d_out, void *d_scratch, size_t *scratch_bytes,
-                                          pc_stream stream) {
+extern "C" pc_status pc_logprob_rows_cuda(pc_lse_kernel kernel, pc_dtype dtype, const void *d_logits,
+                                          int64_t rows, int64_t vocab, int64_t stride,
+                                          const int64_t *d_targets, float *d_out, void *d_scratch,
+                                          size_t *scratch_bytes, pc_stream stream) {
+    if (kernel != PC_LSE_FUSE)
+        return pc_fail(PC_ERR_ARG, "logprob: kernel %s is not offered on the GPU (fuse is)",
+                       pc_lse_kernel_name(kernel));
     if (!scratch_bytes) return pc_fail(PC_ERR_ARG, "logprob: scratch_bytes is NULL");
     pc_status st = pc_logprob_check_args(dtype, d_logits, rows, vocab, stride, d_targets, d_out);
     if (st != PC_OK) return st;

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "base/fail.h"
 #include "lse/lse_cpu.h"
 
 /* ---- instruction set --------------------------------------------------------------------- */

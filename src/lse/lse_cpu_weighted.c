@@ -22,6 +22,7 @@
  */
 #include <stdlib.h>
 
+#include "base/fail.h"
 #include "lse/lse_cpu.h"
 
 /* Below this the exp-once dot product may have lost terms to float underflow. */

@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "base/cuda_check.cuh"
+#include "base/fail.h"
 #include "lse/lse_cuda.cuh"
 #include "pc/lse.h"
 

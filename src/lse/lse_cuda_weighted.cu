@@ -15,6 +15,7 @@
  * tiles of 32 and each thread adds chunks of 8 sums w + x to its IntLSE state (chunk max, tree
  * of 8, merge: the same arithmetic as the row kernels). */
 #include "base/cuda_check.cuh"
+#include "base/fail.h"
 #include "lse/lse_cuda.cuh"
 #include "pc/lse.h"
 

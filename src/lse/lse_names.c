@@ -1,6 +1,7 @@
 /* Names of kernels, dtypes and instruction sets as the tools spell them. */
 #include <string.h>
 
+#include "base/fail.h"
 #include "pc/lse.h"
 
 static const char *const kernel_names[] = {"ref", "fuse", "int"};

@@ -1,5 +1,8 @@
 /* HCLT models in memory: allocation and the validity rules of HCLT_FORMAT v1 (docs/format.md). */
 #include "pc/hclt.h"
+#include "base/fail.h"
+#include "base/size_check.h"
+#include "model/hclt_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -9,8 +12,28 @@
 /* Normalised means |LSE over the last axis| <= this (natural log). */
 #define PC_HCLT_NORM_TOL 1e-3
 
-/* Element counts above this are refused rather than allocated (2^40 doubles would be 8 TiB). */
-#define PC_HCLT_MAX_ELEMS ((int64_t)1 << 36)
+int64_t pc_hclt_model_bytes(int64_t V, int64_t C, int64_t K, int64_t T) {
+    const int64_t in[3] = {V, K, C}, tr[3] = {T, K, K};
+    int64_t n_in, n_tr, params, bytes;
+    if (pc_size_product(in, 3, &n_in) && pc_size_product(tr, 3, &n_tr) &&
+        pc_size_add(n_in, n_tr, &params) && pc_size_add(params, K, &params) &&
+        pc_size_add(params, V, &params) && pc_size_mul(params, 8, &bytes))
+        return bytes;
+    return INT64_MAX;
+}
+
+pc_status pc_hclt_check_size(int64_t V, int64_t C, int64_t K, int64_t T, int64_t max_bytes,
+                             const char *name, pc_status status) {
+    int64_t bytes = pc_hclt_model_bytes(V, C, K, T);
+    if (bytes <= max_bytes) return PC_OK;
+    char need[64], most[64];
+    return pc_fail(status,
+                   "%s: num_vars = %lld, num_cats = %lld, num_latents = %lld and %lld transition "
+                   "rows need %s of memory; at most %s are accepted",
+                   name, (long long)V, (long long)C, (long long)K, (long long)T,
+                   pc_bytes_text(bytes, need, sizeof need),
+                   pc_bytes_text(max_bytes, most, sizeof most));
+}
 
 pc_status pc_hclt_create(int32_t num_vars, int32_t num_cats, int32_t num_latents,
                          int32_t num_trans, pc_hclt **out) {
@@ -21,11 +44,12 @@ pc_status pc_hclt_create(int32_t num_vars, int32_t num_cats, int32_t num_latents
                        "pc_hclt_create: sizes V = %d, C = %d, K = %d, T = %d (need V >= 1, "
                        "C >= 2, K >= 1, T >= 0)",
                        num_vars, num_cats, num_latents, num_trans);
-    int64_t n_in = (int64_t)num_vars * num_latents * num_cats;
-    int64_t n_tr = (int64_t)num_trans * num_latents * num_latents;
-    if (n_in > PC_HCLT_MAX_ELEMS || n_tr > PC_HCLT_MAX_ELEMS)
-        return pc_fail(PC_ERR_ARG, "pc_hclt_create: V = %d, C = %d, K = %d, T = %d is too large",
-                       num_vars, num_cats, num_latents, num_trans);
+    pc_status st = pc_hclt_check_size(num_vars, num_cats, num_latents, num_trans,
+                                      PC_HCLT_MAX_BYTES, "pc_hclt_create", PC_ERR_ARG);
+    if (st != PC_OK) return st;
+    /* Below PC_HCLT_MAX_BYTES every product fits in size_t. */
+    const size_t n_in = (size_t)num_vars * (size_t)num_latents * (size_t)num_cats;
+    const size_t n_tr = (size_t)num_trans * (size_t)num_latents * (size_t)num_latents;
     pc_hclt *m = calloc(1, sizeof *m);
     if (!m) return pc_fail(PC_ERR_NOMEM, "pc_hclt_create: out of memory");
     m->num_vars = num_vars;
@@ -36,8 +60,8 @@ pc_status pc_hclt_create(int32_t num_vars, int32_t num_cats, int32_t num_latents
     m->trans_index = malloc((size_t)num_vars * sizeof *m->trans_index);
     m->root_logw = calloc((size_t)num_latents, sizeof *m->root_logw);
     /* calloc(0) may return NULL; allocate at least one element so NULL always means failure. */
-    m->trans_logw = calloc((size_t)(n_tr > 0 ? n_tr : 1), sizeof *m->trans_logw);
-    m->input_logp = calloc((size_t)n_in, sizeof *m->input_logp);
+    m->trans_logw = calloc(n_tr > 0 ? n_tr : 1, sizeof *m->trans_logw);
+    m->input_logp = calloc(n_in, sizeof *m->input_logp);
     if (!m->parent || !m->trans_index || !m->root_logw || !m->trans_logw || !m->input_logp) {
         pc_hclt_free(m);
         return pc_fail(PC_ERR_NOMEM, "pc_hclt_create: out of memory for V = %d, C = %d, K = %d",
@@ -92,7 +116,8 @@ static pc_status check_tree(const pc_hclt *m, const char *name) {
             return pc_fail(PC_ERR_MODEL, "%s%s/structure/parent[%d] = %d is out of range [-1, %d)",
                            PFX(name), v, p, V);
         if (p == v)
-            return pc_fail(PC_ERR_MODEL, "%s%s/structure/parent[%d] = %d: a variable is its own parent",
+            return pc_fail(PC_ERR_MODEL,
+                           "%s%s/structure/parent[%d] = %d: a variable is its own parent",
                            PFX(name), v, p);
         if (p == -1) {
             if (root >= 0)
@@ -103,7 +128,8 @@ static pc_status check_tree(const pc_hclt *m, const char *name) {
         }
     }
     if (root < 0)
-        return pc_fail(PC_ERR_MODEL, "%s%s/structure/parent has no root (no entry is -1)", PFX(name));
+        return pc_fail(PC_ERR_MODEL, "%s%s/structure/parent has no root (no entry is -1)",
+                       PFX(name));
 
     /* Walk up from every variable; state 0 = unseen, 1 = on the current walk, 2 = reaches the
      * root. Meeting a 1 again means a cycle. Each variable is walked over once: O(V). */
@@ -130,7 +156,8 @@ static pc_status check_tree(const pc_hclt *m, const char *name) {
     if (st != PC_OK) return st;
 
     if (m->trans_index[root] != -1)
-        return pc_fail(PC_ERR_MODEL, "%s%s/structure/trans_index[%d] = %d, but the root must have -1",
+        return pc_fail(PC_ERR_MODEL,
+                       "%s%s/structure/trans_index[%d] = %d, but the root must have -1",
                        PFX(name), root, m->trans_index[root]);
     int32_t *user = malloc((size_t)(m->num_trans > 0 ? m->num_trans : 1) * sizeof *user);
     if (!user) return pc_fail(PC_ERR_NOMEM, "%s%sout of memory checking trans_index", PFX(name));
@@ -138,7 +165,8 @@ static pc_status check_tree(const pc_hclt *m, const char *name) {
     for (int32_t v = 0; v < V && st == PC_OK; v++) {
         int32_t t = m->trans_index[v];
         if (t < -1 || t >= m->num_trans)
-            st = pc_fail(PC_ERR_MODEL, "%s%s/structure/trans_index[%d] = %d is out of range [-1, %d)",
+            st = pc_fail(PC_ERR_MODEL,
+                         "%s%s/structure/trans_index[%d] = %d is out of range [-1, %d)",
                          PFX(name), v, t, m->num_trans);
         else if (t >= 0 && user[t] >= 0)
             st = pc_fail(PC_ERR_MODEL,
@@ -161,7 +189,8 @@ pc_status pc_hclt_validate(const pc_hclt *m, const char *name) {
     if (!m) return pc_fail(PC_ERR_ARG, "pc_hclt_validate: model is NULL");
     if (m->num_vars < 1 || m->num_cats < 2 || m->num_latents < 1 || m->num_trans < 0)
         return pc_fail(PC_ERR_MODEL,
-                       "%s%ssizes V = %d, C = %d, K = %d, T = %d (need V >= 1, C >= 2, K >= 1, T >= 0)",
+                       "%s%ssizes V = %d, C = %d, K = %d, T = %d (need V >= 1, C >= 2, K >= 1, "
+                       "T >= 0)",
                        PFX(name), m->num_vars, m->num_cats, m->num_latents, m->num_trans);
     if (!m->parent || !m->trans_index || !m->root_logw || !m->trans_logw || !m->input_logp)
         return pc_fail(PC_ERR_ARG, "pc_hclt_validate: the model has a NULL array");

@@ -1,5 +1,6 @@
 /* The GPU backends (fuse, int, gemm) and the GPU engine's testing hooks in a build without CUDA:
  * each says so. Not compiled when CUDA is on (src/eval/cuda defines them then). */
+#include "base/fail.h"
 #include "eval/backend.h"
 #include <string.h>
 

@@ -1,9 +1,12 @@
 /* pc/cuda.h in a build without CUDA (PC_CUDA=OFF). Not compiled when CUDA is on. */
+#include "base/fail.h"
 #include "pc/cuda.h"
 
 static pc_status no_cuda(void) {
     return pc_fail(PC_ERR_UNSUPPORTED, "this build of pcinfer has no CUDA support (PC_CUDA=OFF)");
 }
+
+int pc_cuda_available(void) { return 0; }
 
 pc_status pc_cuda_malloc(void **d_ptr, size_t bytes) { (void)d_ptr, (void)bytes; return no_cuda(); }
 void pc_cuda_free(void *d_ptr) { (void)d_ptr; }

@@ -1,12 +1,11 @@
 /* The CUDA entry points of lse.h in a build without CUDA (PC_CUDA=OFF): no GPU is available and
  * every call says so. Not compiled when CUDA is on. */
+#include "base/fail.h"
 #include "pc/lse.h"
 
 static pc_status no_cuda(void) {
     return pc_fail(PC_ERR_UNSUPPORTED, "this build of pcinfer has no CUDA support (PC_CUDA=OFF)");
 }
-
-int pc_cuda_available(void) { return 0; }
 
 pc_status pc_lse_rows_cuda(pc_lse_kernel kernel, pc_dtype dtype, const void *d_x, int64_t rows,
                            int64_t cols, int64_t stride, float *d_out, void *d_scratch,

@@ -2,6 +2,7 @@
  * can check the GPU's version of it value by value: it differs from the C version (the
  * special-function unit's log2 of the mantissa, subnormals as 0). */
 #include "base/cuda_check.cuh"
+#include "base/fail.h"
 #include "eval/cuda/gpu_log.h"
 #include "testing/testing.h"
 

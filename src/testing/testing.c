@@ -1,5 +1,6 @@
 /* The testing hooks (testing.h) over the library's internals: fuse's forced strategies, and
  * the GPU engine's timing, batch and strategy on an evaluator's state (gpu_hooks.h). */
+#include "base/fail.h"
 #include "testing/testing.h"
 
 #include <string.h>

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "pc/lse.h"
+#include "pc/cuda.h"
 
 static uint64_t seed_value;
 static int seed_ready;

@@ -1,6 +1,7 @@
 # Installs the build into a fresh prefix and checks that every installed piece is there: the
 # public headers, the shared library with its SONAME and version links, the static library, the
-# pkg-config file, the CMake package and the tools; and that the testing library is not.
+# pkg-config file, the CMake package, the tools and the model reader in libexec/pcinfer; and
+# that the testing library is not.
 # -D: BUILD_DIR PREFIX LIBDIR SOURCE_DIR VERSION SOVERSION TOOLS (comma-separated) READELF
 cmake_minimum_required(VERSION 3.25)
 include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)
@@ -27,6 +28,7 @@ endforeach()
 foreach(tool IN LISTS TOOLS)
   expect(bin/${tool})
 endforeach()
+expect(libexec/pcinfer/pcinfer-hclt-reader)
 if(missing)
   message(FATAL_ERROR "not installed: ${missing}")
 endif()

@@ -12,8 +12,11 @@ static int is_file(const char *path) {
 
 pc_status pc_tool_find_mnist(const char *dir, const char *file_name, char *path_out,
                              size_t path_len) {
-    if (!file_name || !path_out || path_len == 0)
-        return pc_fail(PC_ERR_ARG, "pc_tool_find_mnist: NULL argument");
+    if (!path_out || path_len == 0) return PC_ERR_ARG;
+    if (!file_name) {
+        snprintf(path_out, path_len, "pc_tool_find_mnist: file_name is NULL");
+        return PC_ERR_ARG;
+    }
     const char *places[4];
     int n = 0;
     if (dir) {
@@ -34,9 +37,9 @@ pc_status pc_tool_find_mnist(const char *dir, const char *file_name, char *path_
         snprintf(looked + used, sizeof looked - used, "%s%s/%s", i ? ", " : "", places[i],
                  file_name);
     }
-    path_out[0] = '\0';
-    return pc_fail(PC_ERR_IO,
-                   "MNIST file %s not found; looked at: %s (datasets/find_mnist.sh explains how "
-                   "to get it)",
-                   file_name, looked);
+    snprintf(path_out, path_len,
+             "MNIST file %s not found; looked at: %s (datasets/find_mnist.sh explains how to get "
+             "it)",
+             file_name, looked);
+    return PC_ERR_IO;
 }

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "base/fail.h"
 #include "eval/backend.h"
 #include "eval/cpu/cpu_common.h"
 #include "eval/cpu/cpu_int.h"

@@ -1,4 +1,5 @@
 /* The chain plans of the fuse warp strategy (gpu_chains.h). */
+#include "base/fail.h"
 #include "eval/cuda/gpu_chains.h"
 
 #include <stdlib.h>

@@ -1,6 +1,7 @@
 /* Host side of the GPU circuit engine (gpu_engine.cuh): an evaluator's creation in named steps,
  * its CUDA graphs per batch size, the batches streamed through the staging buffers, and the
  * testing hooks (gpu_hooks.h). */
+#include "base/fail.h"
 #include "eval/cuda/gpu_engine.cuh"
 
 #include <stdlib.h>

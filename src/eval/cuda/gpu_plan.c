@@ -1,5 +1,6 @@
 /* The message-slot plan of the GPU circuit engine (gpu_plan.h). */
 #include "eval/cuda/gpu_plan.h"
+#include "base/fail.h"
 
 #include <stdlib.h>
 

@@ -1,4 +1,5 @@
 /* The fuse tile strategy's schedule (gpu_tile_schedule.h). */
+#include "base/fail.h"
 #include "eval/cuda/gpu_tile_schedule.h"
 
 #include <stdlib.h>

@@ -1,5 +1,6 @@
 /* Device memory of the GPU engine: counted allocations, the parameters every strategy reads
  * and the weight forms several share (gpu_engine.cuh). */
+#include "base/fail.h"
 #include "eval/cuda/gpu_engine.cuh"
 
 #include <math.h>

@@ -2,6 +2,7 @@
  * state made on the first query, then the backend's query ops. */
 #include <stdint.h>
 
+#include "base/fail.h"
 #include "eval/evaluator.h"
 #include "pc/query.h"
 

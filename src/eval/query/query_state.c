@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include "base/fail.h"
 #include "eval/backend.h"
 #include "eval/cpu/cpu_common.h"
 #include "eval/query/query.h"

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "base/fail.h"
 #include "eval/cpu/cpu_common.h"
 #include "eval/query/query.h"
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fail.h"
 #include "eval/cuda/fuse_persistent/persistent.cuh"
 #include "eval/cuda/fuse_tile/tile.cuh"
 #include "eval/cuda/fuse_warp/warp.cuh"

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "base/fail.h"
 #include "eval/cuda/fuse_persistent/persistent_kernel.cuh"
 #include "eval/cuda/gpu_choice.h"
 

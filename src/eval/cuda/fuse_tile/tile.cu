@@ -2,6 +2,7 @@
  * schedules and its launch. */
 #include <stdlib.h>
 
+#include "base/fail.h"
 #include "eval/cuda/fuse_tile/tile_kernel.cuh"
 
 /* exp(w) in the quads form and the schedules, one per block size T = 4 2^i (T <= 32). */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fail.h"
 #include "eval/cuda/fuse_warp/warp_chain.cuh"
 #include "eval/cuda/gpu_choice.h"
 

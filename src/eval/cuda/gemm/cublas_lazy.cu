@@ -1,4 +1,5 @@
 /* cuBLAS loaded at run time (cublas_lazy.h). */
+#include "base/fail.h"
 #include "eval/cuda/gemm/cublas_lazy.h"
 
 #include <dlfcn.h>

@@ -9,6 +9,7 @@
  * cross-check of `fuse`. */
 #include <stdlib.h>
 
+#include "base/fail.h"
 #include "eval/cuda/gemm/cublas_lazy.h"
 #include "eval/cuda/gpu_device.cuh"
 

@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "base/fail.h"
 #include "eval/cuda/gpu_device.cuh"
 #include "lse/lse_int.h"
 
