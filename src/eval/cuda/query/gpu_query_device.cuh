@@ -68,6 +68,36 @@ static __device__ __forceinline__ void gq_for_items(const gq_team &t, int g0, in
     for (int it = t.id; it < items; it += t.count) f(g0 + it / nb, b0 + it % nb);
 }
 
+/* What a thread of a tree kernel's block works with: its team, the team's shared memory and
+ * the block's samples [b0, b0 + nb) of the chunk (blockIdx.x's `rows`). */
+struct gq_block {
+    gq_team t;
+    double *sh;
+    int64_t b0;
+    int nb;
+};
+
+static __device__ __forceinline__ gq_block gq_block_of(const pc_gq_args &a) {
+    gq_block k;
+    k.t = gq_team_of(a.team);
+    k.sh = gq_team_smem(k.t, a.K);
+    k.b0 = (int64_t)blockIdx.x * a.rows;
+    k.nb = a.n - k.b0 < a.rows ? (int)(a.n - k.b0) : a.rows;
+    return k;
+}
+
+/* f(g, b) over the block's items of every layer, children first (up) or the root first
+ * (down), with a barrier after each layer: a layer reads what the one before wrote. */
+template <class F>
+static __device__ __forceinline__ void gq_for_layers(const pc_gq_args &a, const gq_block &k,
+                                                     bool down, F f) {
+    for (int i = 0; i < a.L; i++) {
+        const int l = down ? a.L - 1 - i : i;
+        gq_for_items(k.t, a.layer_start[l], a.layer_start[l + 1], k.b0, k.nb, f);
+        __syncthreads();
+    }
+}
+
 /* Offset of node (b, g, state 0) in P and M. */
 static __device__ __forceinline__ size_t gq_node(const pc_gq_args &a, int64_t b, int g) {
     return ((size_t)b * a.G + g) * a.K;

@@ -46,28 +46,18 @@ static __device__ void mpe_backtrack(const pc_gq_args &a, const gq_team &t, int 
 }
 
 static __global__ void mpe_kernel(const pc_gq_args a) {
-    const gq_team t = gq_team_of(a.team);
-    double *sh = gq_team_smem(t, a.K);
-    const int64_t b0 = (int64_t)blockIdx.x * a.rows;
-    const int nb = a.n - b0 < a.rows ? (int)(a.n - b0) : a.rows;
-    gq_gather(a, t, b0, nb, false);
+    const gq_block k = gq_block_of(a);
+    gq_gather(a, k.t, k.b0, k.nb, false);
     __syncthreads();
-    for (int l = 0; l < a.L; l++) {
-        gq_for_items(t, a.layer_start[l], a.layer_start[l + 1], b0, nb, [&](int g, int64_t b) {
-            gq_add_children(a, t, g, b, sh);
-            if (a.groups[g].parent >= 0) mpe_message(a, t, g, b, sh);
-        });
-        __syncthreads();
-    }
-    for (int l = a.L - 1; l >= 0; l--) {
-        gq_for_items(t, a.layer_start[l], a.layer_start[l + 1], b0, nb,
-                     [&](int g, int64_t b) { mpe_backtrack(a, t, g, b); });
-        __syncthreads();
-    }
-    for (int i = threadIdx.x; i < nb * a.V; i += blockDim.x) {
-        const size_t at = (size_t)b0 * a.V + i;
+    gq_for_layers(a, k, false, [&](int g, int64_t b) {
+        gq_add_children(a, k.t, g, b, k.sh);
+        if (a.groups[g].parent >= 0) mpe_message(a, k.t, g, b, k.sh);
+    });
+    gq_for_layers(a, k, true, [&](int g, int64_t b) { mpe_backtrack(a, k.t, g, b); });
+    for (int i = threadIdx.x; i < k.nb * a.V; i += blockDim.x) {
+        const size_t at = (size_t)k.b0 * a.V + i;
         const int v = i % a.V;
-        const int z = a.z[(size_t)(b0 + i / a.V) * a.G + a.var_group[v]];
+        const int z = a.z[(size_t)(k.b0 + i / a.V) * a.G + a.var_group[v]];
         a.out[at] = a.missing && a.missing[at] ? a.arg[(size_t)v * a.K + z] : a.x[at];
     }
 }

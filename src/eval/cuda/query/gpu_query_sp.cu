@@ -60,15 +60,10 @@ static __device__ void sp_up_item(const pc_gq_args &a, const gq_team &t, int g, 
 }
 
 /* Gather and the upward pass of the block's samples; ends with a barrier. */
-static __device__ void sp_upward(const pc_gq_args &a, const gq_team &t, double *sh, int64_t b0,
-                                 int nb, bool count_missing) {
-    gq_gather(a, t, b0, nb, count_missing);
+static __device__ void sp_upward(const pc_gq_args &a, const gq_block &k, bool count_missing) {
+    gq_gather(a, k.t, k.b0, k.nb, count_missing);
     __syncthreads();
-    for (int l = 0; l < a.L; l++) {
-        gq_for_items(t, a.layer_start[l], a.layer_start[l + 1], b0, nb,
-                     [&](int g, int64_t b) { sp_up_item(a, t, g, b, sh); });
-        __syncthreads();
-    }
+    gq_for_layers(a, k, false, [&](int g, int64_t b) { sp_up_item(a, k.t, g, b, k.sh); });
 }
 
 /* post = e^{lpost} (at most 1) normalised by its sum, over P_g (lpost is over msg_g). */
@@ -117,17 +112,11 @@ static __device__ void sp_post_item(const pc_gq_args &a, const gq_team &t, int g
 }
 
 static __global__ void posterior_kernel(const pc_gq_args a) {
-    const gq_team t = gq_team_of(a.team);
-    double *sh = gq_team_smem(t, a.K);
-    const int64_t b0 = (int64_t)blockIdx.x * a.rows;
-    const int nb = a.n - b0 < a.rows ? (int)(a.n - b0) : a.rows;
-    sp_upward(a, t, sh, b0, nb, false);
-    for (int l = a.L - 1; l >= 0; l--) {
-        gq_for_items(t, a.layer_start[l], a.layer_start[l + 1], b0, nb, [&](int g, int64_t b) {
-            if (a.logp[b] > -INFINITY) sp_post_item(a, t, g, b, sh);
-        });
-        __syncthreads();
-    }
+    const gq_block k = gq_block_of(a);
+    sp_upward(a, k, false);
+    gq_for_layers(a, k, true, [&](int g, int64_t b) {
+        if (a.logp[b] > -INFINITY) sp_post_item(a, k.t, g, b, k.sh);
+    });
 }
 
 /* draw[b][g]: the CPU's number of Z_g's draw in row b, from the missing counts the gather left
@@ -194,20 +183,14 @@ static __device__ void sp_draw_item(const pc_gq_args &a, const gq_team &t, int g
 }
 
 static __global__ void sample_kernel(const pc_gq_args a) {
-    const gq_team t = gq_team_of(a.team);
-    double *sh = gq_team_smem(t, a.K);
-    const int64_t b0 = (int64_t)blockIdx.x * a.rows;
-    const int nb = a.n - b0 < a.rows ? (int)(a.n - b0) : a.rows;
-    sp_upward(a, t, sh, b0, nb, true);
-    draw_numbers(a, b0, nb);
-    for (int l = a.L - 1; l >= 0; l--) {
-        gq_for_items(t, a.layer_start[l], a.layer_start[l + 1], b0, nb, [&](int g, int64_t b) {
-            if (a.logp[b] > -INFINITY) sp_draw_item(a, t, g, b, sh);
-            else if (t.lane == 0 && a.groups[g].parent < 0)
-                atomicMin(a.bad, (unsigned long long)(a.row0 + b));
-        });
-        __syncthreads();
-    }
+    const gq_block k = gq_block_of(a);
+    sp_upward(a, k, true);
+    draw_numbers(a, k.b0, k.nb);
+    gq_for_layers(a, k, true, [&](int g, int64_t b) {
+        if (a.logp[b] > -INFINITY) sp_draw_item(a, k.t, g, b, k.sh);
+        else if (k.t.lane == 0 && a.groups[g].parent < 0)
+            atomicMin(a.bad, (unsigned long long)(a.row0 + b));
+    });
 }
 
 /* Both kernels: ceil(n / rows) blocks; shared memory past 48 KiB needs the opt-in. */

@@ -12,12 +12,12 @@
 /* Device memory the query buffers may take: a quarter of what is free, at most this. */
 #define GQ_BUDGET_MAX (4ull << 30)
 
-pc_status pc_gq_alloc(pc_gq_state *s, void **ptr, size_t bytes, const char *what) {
+/* Device allocation; PC_ERR_DEVICE_MEMORY naming `what`. */
+static pc_status device_alloc(void **ptr, size_t bytes, const char *what) {
     pc_status st = PC_OK;
     *ptr = NULL;
     if (bytes == 0) return PC_OK;
     PC_CUDA_CHECK(cudaMalloc(ptr, bytes));
-    s->bytes += bytes;
     return PC_OK;
 fail:
     *ptr = NULL;
@@ -29,11 +29,12 @@ fail:
     }
 }
 
-/* Allocates `bytes` at *dst and copies src there. */
-static pc_status upload(pc_gq_state *s, void *dst, const void *src, size_t bytes,
-                        const char *what) {
+/* Allocates `bytes` at *dst and copies src there. What *dst held is freed first: a set whose
+ * upload failed part of the way is uploaded again whole by the next call. */
+static pc_status upload(void *dst, const void *src, size_t bytes, const char *what) {
     void **d = (void **)dst;
-    pc_status st = pc_gq_alloc(s, d, bytes, what);
+    cudaFree(*d);
+    pc_status st = device_alloc(d, bytes, what);
     if (st != PC_OK || bytes == 0) return st;
     PC_CUDA_CHECK(cudaMemcpy(*d, src, bytes, cudaMemcpyHostToDevice));
 fail:
@@ -69,9 +70,9 @@ static size_t vkc(const pc_circuit *c) {
 static pc_status need_logw(pc_gq_state *s) {
     if (s->root_logw) return PC_OK;
     const pc_circuit *c = s->c;
-    pc_status st = upload(s, &s->logw, c->trans_logw, kk_bytes(c), "trans_logw");
+    pc_status st = upload(&s->logw, c->trans_logw, kk_bytes(c), "trans_logw");
     if (st != PC_OK) return st;
-    return upload(s, &s->root_logw, c->root_logw, c->num_latents * sizeof(double), "root_logw");
+    return upload(&s->root_logw, c->root_logw, c->num_latents * sizeof(double), "root_logw");
 }
 
 pc_status pc_gq_need_mpe(pc_gq_state *s) {
@@ -80,10 +81,10 @@ pc_status pc_gq_need_mpe(pc_gq_state *s) {
     pc_gpu_query_mpe_tables t = {NULL, NULL, NULL};
     pc_status st = pc_gpu_query_mpe_tables_make(c, &t);
     if (st == PC_OK) st = need_logw(s);
-    if (st == PC_OK) st = upload(s, &s->mpe_in, t.in, in_bytes(c), "MPE input rows");
-    if (st == PC_OK) st = upload(s, &s->mpe_logw_t, t.w_t, kk_bytes(c), "MPE weights");
+    if (st == PC_OK) st = upload(&s->mpe_in, t.in, in_bytes(c), "MPE input rows");
+    if (st == PC_OK) st = upload(&s->mpe_logw_t, t.w_t, kk_bytes(c), "MPE weights");
     if (st == PC_OK)
-        st = upload(s, &s->mpe_arg, t.arg, (size_t)c->num_vars * c->num_latents, "MPE values");
+        st = upload(&s->mpe_arg, t.arg, (size_t)c->num_vars * c->num_latents, "MPE values");
     free(t.in), free(t.w_t), free(t.arg);
     return st;
 }
@@ -94,11 +95,11 @@ pc_status pc_gq_need_sum_product(pc_gq_state *s) {
     pc_gpu_query_sp_tables t = {NULL, NULL, NULL, NULL};
     pc_status st = pc_gpu_query_sp_tables_make(c, &t);
     if (st == PC_OK) st = need_logw(s);
-    if (st == PC_OK) st = upload(s, &s->sp_in, t.in, in_bytes(c), "input rows");
-    if (st == PC_OK) st = upload(s, &s->wexp, t.wexp, kk_bytes(c), "exp(trans_logw)");
-    if (st == PC_OK) st = upload(s, &s->wexp_t, t.wexp_t, kk_bytes(c), "exp(trans_logw)");
+    if (st == PC_OK) st = upload(&s->sp_in, t.in, in_bytes(c), "input rows");
+    if (st == PC_OK) st = upload(&s->wexp, t.wexp, kk_bytes(c), "exp(trans_logw)");
+    if (st == PC_OK) st = upload(&s->wexp_t, t.wexp_t, kk_bytes(c), "exp(trans_logw)");
     if (st == PC_OK)
-        st = upload(s, &s->root_exp, t.root_exp, c->num_latents * sizeof(double), "root weights");
+        st = upload(&s->root_exp, t.root_exp, c->num_latents * sizeof(double), "root weights");
     free(t.in), free(t.wexp), free(t.wexp_t), free(t.root_exp);
     return st;
 }
@@ -109,11 +110,13 @@ pc_status pc_gq_need_cond(pc_gq_state *s, int f64) {
     pc_status st = pc_gpu_query_cond_table_make(s->c, &cond);
     const size_t n = vkc(s->c);
     if (st == PC_OK && f64) {
-        st = upload(s, &s->cond64, cond, n * sizeof(double), "conditionals' table");
+        st = upload(&s->cond64, cond, n * sizeof(double), "conditionals' table");
     } else if (st == PC_OK) {
-        float *f = (float *)cond; /* converted in place: element i never runs ahead of i */
-        for (size_t i = 0; i < n; i++) f[i] = (float)cond[i];
-        st = upload(s, &s->cond32, f, n * sizeof(float), "conditionals' table");
+        float *f = (float *)malloc(n * sizeof(float));
+        if (!f) st = pc_fail(PC_ERR_NOMEM, "GPU queries: out of host memory for a table");
+        for (size_t i = 0; st == PC_OK && i < n; i++) f[i] = (float)cond[i];
+        if (st == PC_OK) st = upload(&s->cond32, f, n * sizeof(float), "conditionals' table");
+        free(f);
     }
     free(cond);
     return st;
@@ -126,10 +129,10 @@ pc_status pc_gq_need_sampling(pc_gq_state *s) {
     pc_gpu_query_sampling_tables t = {NULL, NULL, NULL};
     pc_status st = pc_gpu_query_sampling_tables_make(c, &t);
     if (st == PC_OK) st = need_logw(s);
-    if (st == PC_OK) st = upload(s, &s->x_cdf, t.x_cdf, vkc(c) * sizeof(double), "value CDFs");
-    if (st == PC_OK) st = upload(s, &s->root_cdf, t.root_cdf, K * sizeof(double), "root CDF");
+    if (st == PC_OK) st = upload(&s->x_cdf, t.x_cdf, vkc(c) * sizeof(double), "value CDFs");
+    if (st == PC_OK) st = upload(&s->root_cdf, t.root_cdf, K * sizeof(double), "root CDF");
     if (st == PC_OK)
-        st = upload(s, &s->prior_cdf, t.prior_cdf, G * K * K * sizeof(double), "latent CDFs");
+        st = upload(&s->prior_cdf, t.prior_cdf, G * K * K * sizeof(double), "latent CDFs");
     free(t.x_cdf), free(t.root_cdf), free(t.prior_cdf);
     return st;
 }
@@ -137,15 +140,15 @@ pc_status pc_gq_need_sampling(pc_gq_state *s) {
 pc_status pc_gq_need_nodes(pc_gq_state *s) {
     if (s->M) return PC_OK;
     const size_t n = (size_t)s->chunk * s->c->num_groups * s->c->num_latents * sizeof(double);
-    pc_status st = pc_gq_alloc(s, (void **)&s->P, n, "node values");
-    if (st == PC_OK) st = pc_gq_alloc(s, (void **)&s->M, n, "messages");
+    pc_status st = device_alloc((void **)&s->P, n, "node values");
+    if (st == PC_OK) st = device_alloc((void **)&s->M, n, "messages");
     return st;
 }
 
 pc_status pc_gq_need_probs(pc_gq_state *s) {
     if (s->probs) return PC_OK;
     const size_t n = (size_t)s->cond_chunk * s->c->num_vars * s->c->num_cats * sizeof(double);
-    return pc_gq_alloc(s, &s->probs, n, "conditionals");
+    return device_alloc(&s->probs, n, "conditionals");
 }
 
 /* The plan on the device. */
@@ -160,12 +163,12 @@ static pc_status upload_plan(pc_gq_state *s) {
                        ? pc_gpu_query_plan(c, groups, var_group)
                        : pc_fail(PC_ERR_NOMEM, "GPU queries: out of host memory");
     for (size_t i = 0; st == PC_OK && i + 1 < G; i++) children[i] = c->group_children[i];
-    if (st == PC_OK) st = upload(s, &s->groups, groups, G * sizeof *groups, "groups");
-    if (st == PC_OK) st = upload(s, &s->var_group, var_group, V * sizeof(int32_t), "groups");
-    if (st == PC_OK) st = upload(s, &s->vars, c->group_vars, V * sizeof(int32_t), "variables");
-    if (st == PC_OK) st = upload(s, &s->children, children, G * sizeof(int32_t), "children");
+    if (st == PC_OK) st = upload(&s->groups, groups, G * sizeof *groups, "groups");
+    if (st == PC_OK) st = upload(&s->var_group, var_group, V * sizeof(int32_t), "groups");
+    if (st == PC_OK) st = upload(&s->vars, c->group_vars, V * sizeof(int32_t), "variables");
+    if (st == PC_OK) st = upload(&s->children, children, G * sizeof(int32_t), "children");
     if (st == PC_OK)
-        st = upload(s, &s->layer_start, c->layer_start, (c->num_layers + 1) * sizeof(int32_t),
+        st = upload(&s->layer_start, c->layer_start, (c->num_layers + 1) * sizeof(int32_t),
                     "layers");
     free(groups), free(var_group), free(children);
     return st;
@@ -176,15 +179,15 @@ static pc_status alloc_buffers(pc_gq_state *s) {
     pc_status st = PC_OK;
     pc_gq_stage *g = &s->stage;
     const size_t ch = (size_t)s->chunk, V = (size_t)s->c->num_vars, G = (size_t)s->c->num_groups;
-    if ((st = pc_gq_alloc(s, (void **)&s->z, ch * G * sizeof(int32_t), "latent states")) ||
-        (st = pc_gq_alloc(s, (void **)&s->draw, ch * G * sizeof(int32_t), "draw numbers")) ||
-        (st = pc_gq_alloc(s, (void **)&s->bad, sizeof(unsigned long long), "a flag")))
+    if ((st = device_alloc((void **)&s->z, ch * G * sizeof(int32_t), "latent states")) ||
+        (st = device_alloc((void **)&s->draw, ch * G * sizeof(int32_t), "draw numbers")) ||
+        (st = device_alloc((void **)&s->bad, sizeof(unsigned long long), "a flag")))
         return st;
     for (int i = 0; i < 2; i++) {
-        if ((st = pc_gq_alloc(s, (void **)&g->d_x[i], ch * V, "samples")) ||
-            (st = pc_gq_alloc(s, (void **)&g->d_missing[i], ch * V, "missing mask")) ||
-            (st = pc_gq_alloc(s, (void **)&g->d_out[i], ch * V, "outputs")) ||
-            (st = pc_gq_alloc(s, (void **)&g->d_logp[i], ch * sizeof(double), "log p")))
+        if ((st = device_alloc((void **)&g->d_x[i], ch * V, "samples")) ||
+            (st = device_alloc((void **)&g->d_missing[i], ch * V, "missing mask")) ||
+            (st = device_alloc((void **)&g->d_out[i], ch * V, "outputs")) ||
+            (st = device_alloc((void **)&g->d_logp[i], ch * sizeof(double), "log p")))
             return st;
         PC_CUDA_CHECK(cudaHostAlloc((void **)&g->h_x[i], ch * V, cudaHostAllocDefault));
         PC_CUDA_CHECK(cudaHostAlloc((void **)&g->h_missing[i], ch * V, cudaHostAllocDefault));

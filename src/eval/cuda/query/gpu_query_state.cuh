@@ -27,7 +27,6 @@ struct pc_gq_state {
     int32_t forced_rows;     /* > 0: samples per block of the tree kernels (benchmarks) */
     int64_t chunk;           /* samples per pass */
     int64_t cond_chunk;      /* samples per conditionals pass (their output buffer) */
-    size_t bytes;            /* device bytes held */
     cudaStream_t stream;
     /* The plan (gpu_query_plan.h). */
     pc_gpu_query_group *groups;
@@ -52,9 +51,6 @@ struct pc_gq_state {
 pc_status pc_gq_create(const void *backend_state, const pc_circuit *c, const pc_eval_opts *opts,
                        void **state);
 void pc_gq_destroy(void *state);
-
-/* Device allocation counted in s->bytes; PC_ERR_DEVICE_MEMORY naming `what`. */
-pc_status pc_gq_alloc(pc_gq_state *s, void **ptr, size_t bytes, const char *what);
 
 /* The parameter sets and buffers, each made once (PC_OK when already there). */
 pc_status pc_gq_need_mpe(pc_gq_state *s);
