@@ -240,30 +240,6 @@ static void test_query_wide_categories(void **state) {
     pc_hclt_free(m);
 }
 
-/* The GPU backends answer no queries yet (on a machine with a GPU; skipped without one). */
-static void test_query_gpu_unsupported(void **state) {
-    (void)state;
-    PC_TEST_REQUIRE_GPU();
-    pc_hclt *m = pc_hr_model(4, 2, 2, 0.3, 0);
-    pc_circuit *c = pc_test_compile(m);
-    const pc_backend gpu[] = {PC_BACKEND_FUSE, PC_BACKEND_INT, PC_BACKEND_GEMM};
-    const uint8_t x[4] = {0, 1, 0, 1};
-    uint8_t out[4];
-    double p[8], lp;
-    for (int b = 0; b < 3; b++) {
-        pc_evaluator *e = pc_test_evaluator(c, gpu[b], 1, 1);
-        assert_int_equal(pc_conditionals(e, x, NULL, 1, 4, 2, p, &lp), PC_ERR_UNSUPPORTED);
-        assert_non_null(strstr(pc_last_error(), pc_backend_name(gpu[b])));
-        assert_int_equal(pc_mpe(e, x, NULL, 1, 4, out, &lp), PC_ERR_UNSUPPORTED);
-        assert_int_equal(pc_sample(e, 1, 4, 1, 0, out), PC_ERR_UNSUPPORTED);
-        assert_int_equal(pc_sample_conditional(e, x, NULL, 1, 4, 1, 0, out), PC_ERR_UNSUPPORTED);
-        assert_int_equal(pc_evaluate(e, x, NULL, 1, 4, &lp), PC_OK); /* and it still scores */
-        pc_evaluator_free(e);
-    }
-    pc_circuit_free(c);
-    pc_hclt_free(m);
-}
-
 int main(void) {
     pc_hr_seed();
     const struct CMUnitTest tests[] = {
@@ -271,7 +247,6 @@ int main(void) {
         cmocka_unit_test(test_evaluator_used_by_two_threads),
         cmocka_unit_test(test_query_bad_arguments),
         cmocka_unit_test(test_query_wide_categories),
-        cmocka_unit_test(test_query_gpu_unsupported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

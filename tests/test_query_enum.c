@@ -226,8 +226,10 @@ static void test_mpe_ties_lowest_index(void **state) {
     for (int64_t i = 0; i < (int64_t)V * K * C; i++)
         m->input_logp[i] = log(i / C % K == i % C ? 0.6 : 0.2);
     pc_circuit *c = pc_test_compile(m);
-    const pc_backend backends[] = {PC_BACKEND_REF, PC_BACKEND_CPU_FUSE, PC_BACKEND_CPU};
-    for (int b = 0; b < 3; b++) {
+    /* With a GPU, fuse too (its queries are tests/test_cuda_query.c's). */
+    const pc_backend backends[] = {PC_BACKEND_REF, PC_BACKEND_CPU_FUSE, PC_BACKEND_CPU,
+                                   PC_BACKEND_FUSE};
+    for (int b = 0; b < 3 + pc_test_gpu_present(); b++) {
         pc_evaluator *e = pc_test_evaluator(c, backends[b], 1, 1);
         uint8_t x[5] = {0, 2, 0, 0, 0}, missing[5] = {1, 0, 1, 1, 1}, done[5];
         double lp;
@@ -263,8 +265,9 @@ static void test_conditionals_underflow(void **state) {
     const struct {
         pc_backend backend;
         double tol;
-    } cases[] = {{PC_BACKEND_REF, TOL_REF}, {PC_BACKEND_CPU_FUSE, 1e-4}, {PC_BACKEND_CPU, 1e-4}};
-    for (int i = 0; i < 3; i++) {
+    } cases[] = {{PC_BACKEND_REF, TOL_REF}, {PC_BACKEND_CPU_FUSE, 1e-4}, {PC_BACKEND_CPU, 1e-4},
+                 {PC_BACKEND_FUSE, TOL_REF}}; /* fuse with a GPU */
+    for (int i = 0; i < 3 + pc_test_gpu_present(); i++) {
         pc_evaluator *e = pc_test_evaluator(c, cases[i].backend, 1, 1);
         double p[6], lp;
         pc_test_poison_f64(p, 6);

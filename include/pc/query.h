@@ -19,9 +19,11 @@
  * for conditionals and for conditional sampling's upward pass (values kept relative to FP64
  * offsets, as cpu-fuse scores; conditionals within 1e-5 of ref) and answer MPE and the
  * sampling steps in FP64 like ref, so their MPE equals ref's. The GPU backends (fuse, int,
- * gemm) return PC_ERR_UNSUPPORTED. The first query of each kind on an evaluator builds that
- * query's tables (up to a few V x K x C arrays of doubles), so it takes longer and may fail
- * with PC_ERR_NOMEM; pc_evaluator_free releases them.
+ * gemm) share one FP64 implementation on the evaluator's device: MPE and p(x) samples equal
+ * ref's, conditionals agree with ref's to rounding. The first query of each kind on an
+ * evaluator builds that query's tables (up to a few V x K x C arrays of doubles, on the GPU
+ * also on the device), so it takes longer and may fail with PC_ERR_NOMEM (or
+ * PC_ERR_DEVICE_MEMORY); pc_evaluator_free releases them.
  *
  * docs/queries.md gives the passes, their cost and how each backend computes them. */
 #ifndef PC_QUERY_H

@@ -19,7 +19,8 @@ typedef struct pc_backend_ops {
     void (*destroy)(void *state);
 } pc_backend_ops;
 
-/* The queries beyond log p(x) (pc/query.h) on the CPU, in src/eval/query/. A query state is
+/* The queries beyond log p(x) (pc/query.h): on the CPU in src/eval/query/, on the GPU in
+ * src/eval/cuda/query/. A query state is
  * separate from the backend's state: the evaluator makes it on its first query. Arguments
  * arrive checked (n >= 1, shapes, observed values < C, C <= 256 where values are written). */
 typedef struct pc_query_ops {
@@ -35,12 +36,19 @@ typedef struct pc_query_ops {
     pc_status (*sample)(void *state, const uint8_t *x, const uint8_t *missing, int64_t n,
                         uint64_t seed, int64_t first, uint8_t *samples);
     void (*destroy)(void *state);
+    /* Optional, used instead of create where set: the same with the backend's state, for
+     * queries that run where the backend runs (the GPU ones, on its device). */
+    pc_status (*create_with)(const void *backend_state, const pc_circuit *circuit,
+                             const pc_eval_opts *opts, void **state);
 } pc_query_ops;
 
 /* ref answers queries in FP64; cpu-fuse and cpu share the FP32 form (sum-product in FP32
  * relative to FP64 offsets; MPE and the sampling tables in FP64). */
 extern const pc_query_ops pc_query_f64_ops;
 extern const pc_query_ops pc_query_f32_ops;
+/* The GPU backends (fuse, int, gemm) share one query implementation, in FP64, in
+ * src/eval/cuda/query/ (a build without CUDA links a stand-in). */
+extern const pc_query_ops pc_query_gpu_ops;
 
 /* One table per backend; the CUDA ones live in src/eval/cuda (fuse/, int/, gemm/; a build
  * without CUDA links stand-ins whose create returns PC_ERR_UNSUPPORTED). */

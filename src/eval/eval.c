@@ -39,14 +39,18 @@ static const pc_backend_ops *ops_of(pc_backend backend) {
     return NULL;
 }
 
-/* The CPU backends answer queries; the GPU ones do not yet. */
+/* The queries of each backend: FP64 (ref), FP32 (cpu-fuse, cpu), the GPU's (fuse, int, gemm:
+ * one FP64 implementation). */
 static const pc_query_ops *queries_of(pc_backend backend) {
     switch (backend) {
     case PC_BACKEND_REF: return &pc_query_f64_ops;
     case PC_BACKEND_CPU:
     case PC_BACKEND_CPU_FUSE: return &pc_query_f32_ops;
-    default: return NULL;
+    case PC_BACKEND_FUSE:
+    case PC_BACKEND_INT:
+    case PC_BACKEND_GEMM: return &pc_query_gpu_ops;
     }
+    return NULL;
 }
 
 pc_status pc_evaluator_create(const pc_circuit *circuit, const pc_eval_opts *opts,

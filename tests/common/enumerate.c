@@ -220,3 +220,13 @@ pc_evaluator *pc_test_evaluator(const pc_circuit *circuit, pc_backend backend,
     }
     return e;
 }
+
+double pc_enum_chi2_rows(const pc_enum *en, const uint8_t *rows, int64_t draws,
+                         const double *prob, double *stat, int64_t *df) {
+    int64_t *counts = pc_test_alloc((size_t)en->num_x * sizeof *counts);
+    memset(counts, 0, (size_t)en->num_x * sizeof *counts);
+    for (int64_t r = 0; r < draws; r++) counts[pc_enum_index(en, rows + r * en->num_vars)]++;
+    const double p = pc_chi2_test(prob, counts, en->num_x, draws, stat, df);
+    free(counts);
+    return p;
+}

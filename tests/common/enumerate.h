@@ -50,6 +50,10 @@ int64_t pc_enum_mpe(const pc_enum *en, const uint8_t *x, const uint8_t *missing,
 double pc_chi2_test(const double *prob, const int64_t *counts, int64_t cells, int64_t draws,
                     double *stat, int64_t *df);
 
+/* pc_chi2_test of `draws` sampled rows [draws, V] counted over the cells x of the model. */
+double pc_enum_chi2_rows(const pc_enum *en, const uint8_t *rows, int64_t draws,
+                         const double *prob, double *stat, int64_t *df);
+
 /* The regularised upper incomplete gamma function Q(a, x) = Gamma(a, x) / Gamma(a), a > 0,
  * x >= 0: the chi-square tail with 2a degrees of freedom at 2x. */
 double pc_gamma_q(double a, double x);

@@ -23,6 +23,8 @@ static pc_status begin(pc_evaluator *e, const char *fn) {
  * claim. */
 static pc_status query_state(pc_evaluator *e) {
     if (e->query_state) return PC_OK;
+    if (e->query_ops->create_with)
+        return e->query_ops->create_with(e->state, e->circuit, &e->opts, &e->query_state);
     return e->query_ops->create(e->circuit, &e->opts, &e->query_state);
 }
 

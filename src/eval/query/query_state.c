@@ -156,6 +156,6 @@ static pc_status query_sample(void *p, const uint8_t *x, const uint8_t *missing,
 }
 
 const pc_query_ops pc_query_f64_ops = {create_f64, query_conditionals, query_mpe, query_sample,
-                                       query_destroy};
+                                       query_destroy, NULL};
 const pc_query_ops pc_query_f32_ops = {create_f32, query_conditionals, query_mpe, query_sample,
-                                       query_destroy};
+                                       query_destroy, NULL};

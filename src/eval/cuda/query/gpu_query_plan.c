@@ -1,0 +1,63 @@
+/* The plan of the GPU queries (gpu_query_plan.h). */
+#include "eval/cuda/query/gpu_query_plan.h"
+
+pc_status pc_gpu_query_plan(const pc_circuit *c, pc_gpu_query_group *groups, int32_t *var_group) {
+    if (!c || !groups || !var_group)
+        return pc_fail(PC_ERR_ARG, "pc_gpu_query_plan: NULL argument");
+    int64_t draw = 0;
+    /* The CPU draws Z_g and then g's variables, from the root (the last group) down. */
+    for (int32_t g = c->num_groups - 1; g >= 0; g--) {
+        pc_gpu_query_group *h = &groups[g];
+        h->var_begin = c->var_start[g], h->var_end = c->var_start[g + 1];
+        h->child_begin = c->child_start[g], h->child_end = c->child_start[g + 1];
+        h->parent = c->group_parent[g], h->trans = c->group_trans[g];
+        h->draw = (int32_t)draw;
+        draw += 1 + (h->var_end - h->var_begin);
+        for (int32_t i = h->var_begin; i < h->var_end; i++) var_group[c->group_vars[i]] = g;
+    }
+    return PC_OK;
+}
+
+pc_status pc_gpu_query_shape_for(int32_t K, size_t max_smem, pc_gpu_query_shape *out) {
+    int32_t team = 4;
+    while (team < K && team < 32) team *= 2;
+    /* Whole warps (the block scan and the barriers count on them), as many as fit. */
+    const size_t per_team = 2 * (size_t)K * sizeof(double);
+    const int32_t warp_teams = 32 / team;
+    int32_t teams = PC_GPU_QUERY_THREADS / team;
+    while (teams > warp_teams && (size_t)teams * per_team > max_smem) teams -= warp_teams;
+    if ((size_t)teams * per_team > max_smem)
+        return pc_fail(PC_ERR_UNSUPPORTED,
+                       "GPU queries: K = %d needs %zu bytes of shared memory per block, the GPU "
+                       "has %zu",
+                       K, (size_t)teams * per_team, max_smem);
+    out->team = team, out->teams = teams, out->threads = team * teams;
+    out->smem = (size_t)teams * per_team;
+    return PC_OK;
+}
+
+int32_t pc_gpu_query_rows_for(int64_t n, int32_t sms, int32_t forced) {
+    if (forced > 0) return forced;
+    const int64_t rows = n / (4 * (int64_t)(sms > 0 ? sms : 1));
+    return rows < 1 ? 1 : rows > 8 ? 8 : (int32_t)rows;
+}
+
+size_t pc_gpu_query_bytes_per_sample(const pc_circuit *c) {
+    const size_t G = (size_t)c->num_groups, K = (size_t)c->num_latents, V = (size_t)c->num_vars;
+    /* P and msg [G][K] doubles, z and draw numbers [G] int32, two staging buffers of x,
+     * missing and the output [V] bytes and of log p. */
+    return 2 * G * K * sizeof(double) + 2 * G * sizeof(int32_t) + 2 * (3 * V + sizeof(double));
+}
+
+int64_t pc_gpu_query_chunk(size_t per_sample, size_t budget, int64_t max_batch) {
+    int64_t chunk = max_batch < PC_GPU_QUERY_CHUNK_MAX ? max_batch : PC_GPU_QUERY_CHUNK_MAX;
+    const int64_t fit = (int64_t)(budget / (per_sample > 0 ? per_sample : 1));
+    if (chunk > fit) chunk = fit;
+    return chunk < 1 ? 1 : chunk;
+}
+
+int32_t pc_gpu_query_half(int32_t n) {
+    int32_t p = 1;
+    while (p < n) p *= 2;
+    return p / 2;
+}

@@ -1,0 +1,73 @@
+/* The plan of the GPU queries (internal; plain C, so that it is tested without a GPU): the
+ * groups as the kernels read them, each variable's group, the draw numbers of the samplers,
+ * the kernels' launch shape and the samples per pass (the chunk).
+ *
+ * Launch shape. The passes over the tree (gather, upward, downward) run in one kernel per
+ * chunk with one block per `rows` samples: the block walks the layers in order with a barrier
+ * between layers, so no pass waits on another block and no layer costs a launch. Inside a
+ * block a "team" of `team` lanes (4, 8, 16 or 32: the power of two >= K, at most a warp) takes
+ * one (group, sample) item at a time, lane k holding the states k, k + team, ...; the block's
+ * `teams` teams share a layer's items. Each team has 2 K doubles of shared memory (the item's
+ * K-vectors that every lane reads). */
+#ifndef PC_GPU_QUERY_PLAN_H
+#define PC_GPU_QUERY_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pc/circuit.h"
+#include "pc/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One group as the query kernels read it (evaluation order). */
+typedef struct pc_gpu_query_group {
+    int32_t var_begin, var_end;     /* into the circuit's group_vars */
+    int32_t child_begin, child_end; /* into its group_children */
+    int32_t parent;                 /* -1 for the root */
+    int32_t trans;                  /* row of trans_logw for msg_g, -1 for the root */
+    int32_t draw;                   /* the CPU's draw number of Z_g when every variable is
+                                       missing: sum over g' > g of 1 + |vars(g')| */
+} pc_gpu_query_group;
+
+/* groups [G] and var_group [V] (the group holding each variable) of circuit c. */
+pc_status pc_gpu_query_plan(const pc_circuit *c, pc_gpu_query_group *groups, int32_t *var_group);
+
+/* The launch shape of the tree kernels. */
+typedef struct pc_gpu_query_shape {
+    int32_t team;    /* lanes per item */
+    int32_t teams;   /* teams per block */
+    int32_t threads; /* team * teams */
+    size_t smem;     /* dynamic shared memory per block, bytes */
+} pc_gpu_query_shape;
+
+/* Threads per block the shape aims at; fewer only where shared memory runs out. */
+#define PC_GPU_QUERY_THREADS 256
+
+/* The shape for K states on a device allowing max_smem bytes of shared memory per block
+ * (whole warps of teams): PC_ERR_UNSUPPORTED (naming K) when even one warp does not fit. */
+pc_status pc_gpu_query_shape_for(int32_t K, size_t max_smem, pc_gpu_query_shape *out);
+
+/* Samples per block for a pass of n samples on `sms` multiprocessors: one while the blocks
+ * still fill the GPU four times over, then more (up to 8), so that the thin layers near the
+ * root keep more teams busy. `forced` > 0 overrides the choice (benchmarks). */
+int32_t pc_gpu_query_rows_for(int64_t n, int32_t sms, int32_t forced);
+
+/* Device bytes per sample of a pass (node values, latent states, staging) and the chunk: the
+ * most samples, up to max_batch and PC_GPU_QUERY_CHUNK_MAX, whose buffers fit `budget` bytes
+ * (at least 1). */
+#define PC_GPU_QUERY_CHUNK_MAX 16384
+size_t pc_gpu_query_bytes_per_sample(const pc_circuit *c);
+int64_t pc_gpu_query_chunk(size_t per_sample, size_t budget, int64_t max_batch);
+
+/* The step a search over n sorted values starts with: half the power of two >= n (0 for
+ * n = 1), so that the steps sum to at most n - 1 (pc_gpu_query_search). */
+int32_t pc_gpu_query_half(int32_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
