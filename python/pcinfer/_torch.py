@@ -31,12 +31,31 @@ def _stream(device):
     return torch.cuda.current_stream(device).cuda_stream
 
 
+# The same functions torch.cuda.current_device and is_current_stream_capturing call, without
+# their Python wrappers: a small call's overhead is mostly such layers (bench/harness/
+# python_overhead.py).
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+_capturing = (getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
+              or torch.cuda.is_current_stream_capturing)
+
+_needs = {}  # (call, kernel, dtype, rows, cols, device) -> scratch bytes the library asked for
+
+
+def _scratch_need(key, query):
+    """The scratch bytes of a call's shape, asked of the library once per shape: the size
+    depends only on the shape and the device."""
+    need = _needs.get(key)
+    if need is None:
+        need = _needs[key] = query()
+    return need
+
+
 _scratch = {}  # (device, stream) -> uint8 tensor on that device
 
 
 def _scratch_ptr(device, stream, nbytes):
     """Device scratch of at least nbytes for one call queued on `stream`."""
-    if torch.cuda.is_current_stream_capturing():
+    if _capturing():
         # Freed after the call, the block stays in the graph's private pool, which later
         # captures reuse in stream order only.
         return torch.empty(nbytes, dtype=torch.uint8, device=device).data_ptr()
@@ -50,7 +69,7 @@ def _scratch_ptr(device, stream, nbytes):
 def _on_device(device, launch, *args):
     """launch(*args) with `device` as the current CUDA device (the library's CUDA calls run
     on the calling thread's current device)."""
-    if device == torch.cuda.current_device():
+    if device == _current_device():
         return launch(*args)
     with torch.cuda.device(device):
         return launch(*args)
@@ -106,7 +125,9 @@ def _host(t):
 
 def _launch_lse(device, x2, rows, cols, kern, code, out):
     stream = _stream(device)
-    need = _core.lse_rows_cuda(kern, code, 0, rows, cols, cols, 0, 0, 0, stream)
+    need = _scratch_need(("lse", kern, code, rows, cols, device),
+                         lambda: _core.lse_rows_cuda(kern, code, 0, rows, cols, cols, 0, 0, 0,
+                                                     stream))
     scratch = _scratch_ptr(device, stream, need)
     _core.lse_rows_cuda(kern, code, x2.data_ptr(), rows, cols, x2.stride(0) if rows > 1 else cols,
                         out.data_ptr(), scratch, need, stream)
@@ -191,10 +212,15 @@ def logsumexp(x, dim=-1, keepdim=False, kernel="fuse", threads=None, isa="auto")
 
 def _launch_logprob(device, x2, t, rows, vocab, code, out):
     stream = _stream(device)
-    need = _core.logprob_rows_cuda(code, 0, rows, vocab, vocab, 0, 0, 0, 0, stream)
+    logits, stride = x2.data_ptr(), x2.stride(0) if rows > 1 else vocab
+    # The size query checks the other arguments too, so it gets the real pointers.
+    need = _scratch_need(("logprob", 0, code, rows, vocab, device),
+                         lambda: _core.logprob_rows_cuda(code, logits, rows, vocab, stride,
+                                                         t.data_ptr(), out.data_ptr(), 0, 0,
+                                                         stream))
     scratch = _scratch_ptr(device, stream, need)
-    _core.logprob_rows_cuda(code, x2.data_ptr(), rows, vocab, x2.stride(0) if rows > 1 else vocab,
-                            t.data_ptr(), out.data_ptr(), scratch, need, stream)
+    _core.logprob_rows_cuda(code, logits, rows, vocab, stride, t.data_ptr(), out.data_ptr(),
+                            scratch, need, stream)
 
 
 def _logprob_forward(x2, t, rows, vocab, kern, code, threads, isa, check):
