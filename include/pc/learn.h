@@ -15,6 +15,7 @@
 #ifndef PC_LEARN_H
 #define PC_LEARN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pc/export.h"
@@ -27,12 +28,33 @@ extern "C" {
 #endif
 
 /* Mutual information (nats) of every pair of variables of `data`, written to mi [V, V]
- * (symmetric, 0 on the diagonal). A value x in 0..num_cats-1 falls into bin
- * x * num_bins / num_cats (2 <= num_bins <= 64); missing values are left out of the pair's
- * counts. When data->count > max_rows (> 0), a fixed sample of max_rows rows drawn from `seed`
- * is used. */
+ * (symmetric, 0 on the diagonal), on binned values (2 <= num_bins <= 64). The bins follow the
+ * values the rows use: when they use at most num_bins distinct values, each value has a bin of
+ * its own; else a value x falls into bin x * num_bins / (hi + 1), hi the largest value used.
+ * So data of few values (0/1) keeps them apart whatever num_cats is. Missing values are left
+ * out of the pair's counts. When data->count > max_rows (> 0), a fixed sample of max_rows rows
+ * drawn from `seed` is used (and decides the bins). Observed values must be < num_cats. */
 PC_API pc_status pc_learn_mutual_info(const pc_data *data, int32_t num_cats, int32_t num_bins,
                                       int64_t max_rows, uint64_t seed, double *mi);
+
+/* The categories the observed values of a data set use. */
+typedef struct pc_category_use {
+    int64_t observed;  /* observed (not missing) values */
+    int32_t used;      /* distinct observed values */
+    int32_t max_value; /* the largest observed value; -1 when none is observed */
+} pc_category_use;
+
+/* Counts what the observed values of data use; a value >= num_cats fails with PC_ERR_DATA
+ * naming the row and variable. */
+PC_API pc_status pc_learn_category_use(const pc_data *data, int32_t num_cats,
+                                       pc_category_use *use);
+
+/* When the data uses fewer than num_cats categories, writes a one-line warning (no newline)
+ * that says so into text [len] for a tool to print, and returns 1; else writes "" and returns
+ * 0. The model still spends a parameter on every category, and its bits/dim are those of a
+ * distribution over num_cats values. */
+PC_API int pc_learn_category_warning(const pc_category_use *use, int32_t num_cats, char *text,
+                                     size_t len);
 
 /* Maximum spanning tree of the complete graph weighted by mi [V, V] (Prim's algorithm; ties go
  * to the lower variable index), rooted at a centre of the tree: a vertex of least eccentricity
