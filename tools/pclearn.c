@@ -2,10 +2,11 @@
  *
  *   pclearn --latents K [--epochs E] [--batch N] [--full-epochs F] [--pseudocount A]
  *           [--step-start A0] [--step-end A1] [--bins B] [--mi-rows M] [--data FILE]
- *           [--valid FILE] [--seed S] [--threads T] [--f64] -o MODEL.h5
+ *           [--valid FILE] [--seed S] [--threads T] [--f64] [--device cpu|cuda] [--em-f32]
+ *           [--json] -o MODEL.h5
  *
- * Progress (one line per epoch) goes to stderr, the summary to stdout. Exit status: 0 done,
- * 1 error, 2 usage.
+ * Progress (one line per epoch: step sizes, train LL, time) goes to stderr, the summary to
+ * stdout (one JSON object with --json). Exit status: 0 done, 1 error, 2 usage.
  */
 #include <errno.h>
 #include <math.h>
@@ -20,6 +21,7 @@
 #include "pc/learn.h"
 #include "pc/rng.h"
 
+#include "learn_device.h"
 #include "mnist_find.h"
 
 typedef struct options {
@@ -27,8 +29,15 @@ typedef struct options {
     double pseudocount, step_start, step_end;
     unsigned long long seed;
     const char *data, *valid, *out;
-    int f64;
+    int f64, em_f32, json;
+    pc_em_device device;
 } options;
+
+/* One epoch's progress line, kept for --json. */
+typedef struct epoch_stat {
+    int full;
+    double step_first, step_last, mean_ll, seconds;
+} epoch_stat;
 
 static const char usage_text[] =
     "usage: pclearn --latents K [options] -o MODEL.h5\n"
@@ -47,6 +56,10 @@ static const char usage_text[] =
     "  --seed S           random seed (default 1)\n"
     "  --threads T        OpenMP threads (default: all cores)\n"
     "  --f64              store parameters as float64 (default float32)\n"
+    "  --device D         where EM runs: cpu (default) or cuda (a GPU; scoring there too)\n"
+    "  --em-f32           cuda: FP32 values and messages in EM (faster; parameters within\n"
+    "                     about 2e-5 of FP64's after a step); default FP64\n"
+    "  --json             print the summary as one JSON object\n"
     "  -o MODEL.h5        output model (written to a temporary name, then renamed)\n";
 
 static void usage(FILE *f) { fputs(usage_text, f); }
@@ -94,8 +107,8 @@ static int parse_args(int argc, char **argv, options *o) {
             usage(stdout);
             exit(0);
         }
-        if (!strcmp(a, "--f64")) {
-            o->f64 = 1;
+        if (!strcmp(a, "--f64") || !strcmp(a, "--em-f32") || !strcmp(a, "--json")) {
+            *(!strcmp(a, "--f64") ? &o->f64 : !strcmp(a, "--em-f32") ? &o->em_f32 : &o->json) = 1;
             continue;
         }
         if (i + 1 >= argc) {
@@ -134,6 +147,10 @@ static int parse_args(int argc, char **argv, options *o) {
             o->valid = v;
         else if (!strcmp(a, "-o"))
             o->out = v;
+        else if (!strcmp(a, "--device")) {
+            ok = pc_tool_em_device(v, &o->device);
+            if (!ok) fprintf(stderr, "pclearn: --device '%s' is neither cpu nor cuda\n", v);
+        }
         else {
             fprintf(stderr, "pclearn: unknown option %s\n", a);
             ok = 0;
@@ -175,14 +192,14 @@ static int load_data(const char *path, const char *mnist_name, pc_data **out, ch
     return 0;
 }
 
-/* Mean log p(x) in nats over the data. */
-static int mean_loglik(const pc_hclt *m, const pc_data *d, double *mean) {
+/* Mean log p(x) in nats over the data, on the device EM ran on. */
+static int mean_loglik(const pc_hclt *m, const pc_data *d, pc_em_device device, double *mean) {
     double *lp = malloc((size_t)d->count * sizeof *lp);
     if (!lp) {
         fprintf(stderr, "pclearn: out of memory for %lld log-likelihoods\n", (long long)d->count);
         return 1;
     }
-    if (pc_learn_loglik(m, d, lp) != PC_OK) {
+    if (pc_tool_score_rows(m, d, 0, d->count, device, lp) != PC_OK) {
         free(lp);
         return fail("scoring");
     }
@@ -197,8 +214,9 @@ static double bits_per_dim(double mean_ll, int32_t width) {
     return -mean_ll / ((double)width * log(2.0));
 }
 
-/* Mini-batch epochs with a linearly decaying step, then full-batch epochs. */
-static int train(const options *o, pc_em *em, const pc_data *d) {
+/* Mini-batch epochs with a linearly decaying step, then full-batch epochs; each epoch's line
+ * into stats [epochs + full_epochs]. */
+static int train(const options *o, pc_em *em, const pc_data *d, epoch_stat *stats) {
     const int64_t n = d->count;
     int64_t *rows = malloc((size_t)n * sizeof *rows);
     if (!rows) {
@@ -238,6 +256,7 @@ static int train(const options *o, pc_em *em, const pc_data *d) {
             ll += part;
         }
         const double mean = ll / (double)n;
+        stats[ep - 1] = (epoch_stat){full, step_first, step, mean, now_s() - t0};
         fprintf(
             stderr,
             "epoch %3ld/%ld %s  step %.3f..%.3f  train LL %.3f nats/image  %.4f bits/dim  %.1f s\n",
@@ -246,6 +265,72 @@ static int train(const options *o, pc_em *em, const pc_data *d) {
     }
     free(rows);
     return 0;
+}
+
+/* What the summary reports. */
+typedef struct summary {
+    const char *data, *test;
+    int32_t vars, cats, used, trans;
+    int64_t train_n, test_n;
+    double structure_s, em_s, total_s, train_ll, test_ll;
+} summary;
+
+static void print_text(const options *o, const summary *s) {
+    printf("model: %s (K = %ld, %d variables, %d categories, %d transition rows, %s)\n", o->out,
+           o->latents, s->vars, s->cats, s->trans, o->f64 ? "float64" : "float32");
+    printf("training: %.1f s in all (structure %.1f s, EM %.1f s on %s%s), %ld mini-batch epochs "
+           "of %ld, %ld full-batch epochs, %d threads\n",
+           s->total_s, s->structure_s, s->em_s, o->device == PC_EM_CUDA ? "cuda" : "cpu",
+           o->device == PC_EM_CUDA ? (o->em_f32 ? ", FP32" : ", FP64") : "", o->epochs,
+           o->batch, o->full_epochs, omp_get_max_threads());
+    printf("train: %lld samples, LL %.4f nats/image, %.4f bits/dim\n", (long long)s->train_n,
+           s->train_ll, bits_per_dim(s->train_ll, s->vars));
+    if (s->test)
+        printf("test: %s, %lld samples, LL %.4f nats/image, %.4f bits/dim\n", s->test,
+               (long long)s->test_n, s->test_ll, bits_per_dim(s->test_ll, s->vars));
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped. */
+static void json_string(const char *text) {
+    putchar('"');
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            printf("\\%c", *c);
+        else if (*c < 0x20)
+            printf("\\u%04x", *c);
+        else
+            putchar(*c);
+    }
+    putchar('"');
+}
+
+static void print_json(const options *o, const summary *s, const epoch_stat *stats) {
+    printf("{\"model\": ");
+    json_string(o->out);
+    printf(", \"data\": ");
+    json_string(s->data);
+    printf(", \"latents\": %ld, \"variables\": %d, \"categories\": %d, "
+           "\"categories_used\": %d, \"transition_rows\": %d, \"device\": \"%s\", "
+           "\"em_precision\": \"%s\", \"seed\": %llu, \"batch\": %ld, \"pseudocount\": %g, "
+           "\"structure_s\": %.3f, \"em_s\": %.3f, \"total_s\": %.3f,\n \"epochs\": [",
+           o->latents, s->vars, s->cats, s->used, s->trans,
+           o->device == PC_EM_CUDA ? "cuda" : "cpu",
+           o->device == PC_EM_CUDA && o->em_f32 ? "fp32" : "fp64", o->seed, o->batch,
+           o->pseudocount, s->structure_s, s->em_s, s->total_s);
+    for (long e = 0; e < o->epochs + o->full_epochs; e++)
+        printf("%s\n  {\"epoch\": %ld, \"full_batch\": %s, \"step_first\": %.6g, "
+               "\"step_last\": %.6g, \"train_ll\": %.6f, \"seconds\": %.3f}",
+               e ? "," : "", e + 1, stats[e].full ? "true" : "false", stats[e].step_first,
+               stats[e].step_last, stats[e].mean_ll, stats[e].seconds);
+    printf("],\n \"train\": {\"samples\": %lld, \"ll\": %.6f, \"bits_per_dim\": %.6f}",
+           (long long)s->train_n, s->train_ll, bits_per_dim(s->train_ll, s->vars));
+    if (s->test) {
+        printf(", \"test\": {\"file\": ");
+        json_string(s->test);
+        printf(", \"samples\": %lld, \"ll\": %.6f, \"bits_per_dim\": %.6f}",
+               (long long)s->test_n, s->test_ll, bits_per_dim(s->test_ll, s->vars));
+    }
+    printf("}\n");
 }
 
 int main(int argc, char **argv) {
@@ -261,6 +346,7 @@ int main(int argc, char **argv) {
     pc_em *em = NULL;
     double *mi = NULL;
     int32_t *parent = NULL;
+    epoch_stat *stats = NULL;
     rc = 1;
     if (load_data(o.data, "train-images-idx3-ubyte.gz", &d, data_path, sizeof data_path)) goto out;
     if (d->count < 1) {
@@ -270,6 +356,14 @@ int main(int argc, char **argv) {
     const int32_t cats = 256, vars = d->width; /* IDX bytes: 256 categories */
     fprintf(stderr, "data: %s, %lld samples x %d variables\n", data_path, (long long)d->count,
             vars);
+    pc_category_use use;
+    char warning[256];
+    if (pc_learn_category_use(d, cats, &use) != PC_OK) {
+        fail("reading the data");
+        goto out;
+    }
+    if (pc_learn_category_warning(&use, cats, warning, sizeof warning))
+        fprintf(stderr, "pclearn: warning: %s\n", warning);
     /* The test data is read before learning, so a bad file fails at once. Without --valid
      * and --data, the MNIST test set is scored when it is found, and skipped when not. */
     int want_test = o.valid != NULL;
@@ -314,12 +408,14 @@ int main(int argc, char **argv) {
             "structure: MI %.2f s (%ld bins), tree %.2f s, %d transition rows, %d leaves "
             "sharing a latent\n",
             t_mi, o.bins, t_tree, model->num_trans, vars - 1 - model->num_trans);
-    if (pc_learn_init_params(model, d, o.seed) != PC_OK || pc_em_create(model, &em) != PC_OK) {
+    stats = calloc((size_t)(o.epochs + o.full_epochs), sizeof *stats);
+    if (!stats || pc_learn_init_params(model, d, o.seed) != PC_OK ||
+        pc_tool_em_create(o.device, o.em_f32, 0, model, d, &em) != PC_OK) {
         fail("initialising EM");
         goto out;
     }
     t0 = now_s();
-    if (train(&o, em, d)) goto out;
+    if (train(&o, em, d, stats)) goto out;
     const double t_em = now_s() - t0;
     if (pc_em_export(em, model) != PC_OK || pc_hclt_validate(model, "learned model") != PC_OK) {
         fail("learned model");
@@ -334,24 +430,21 @@ int main(int argc, char **argv) {
         fail("reading the model back");
         goto out;
     }
-    double train_ll = 0;
-    if (mean_loglik(saved, d, &train_ll)) goto out;
-    printf("model: %s (K = %ld, %d variables, %d categories, %d transition rows, %s)\n", o.out,
-           o.latents, vars, cats, model->num_trans, o.f64 ? "float64" : "float32");
-    printf("training: %.1f s in all (structure %.1f s, EM %.1f s), %ld mini-batch epochs of %ld, "
-           "%ld full-batch epochs, %d threads\n",
-           now_s() - t_start, t_mi + t_tree, t_em, o.epochs, o.batch, o.full_epochs,
-           omp_get_max_threads());
-    printf("train: %lld samples, LL %.4f nats/image, %.4f bits/dim\n", (long long)d->count,
-           train_ll, bits_per_dim(train_ll, vars));
-    if (test) {
-        double test_ll = 0;
-        if (mean_loglik(saved, test, &test_ll)) goto out;
-        printf("test: %s, %lld samples, LL %.4f nats/image, %.4f bits/dim\n", valid_path,
-               (long long)test->count, test_ll, bits_per_dim(test_ll, vars));
-    }
+    summary sm = {.data = data_path, .test = test ? valid_path : NULL, .vars = vars,
+                  .cats = cats, .used = use.used, .trans = model->num_trans,
+                  .train_n = d->count, .test_n = test ? test->count : 0,
+                  .structure_s = t_mi + t_tree, .em_s = t_em};
+    if (mean_loglik(saved, d, o.device, &sm.train_ll) ||
+        (test && mean_loglik(saved, test, o.device, &sm.test_ll)))
+        goto out;
+    sm.total_s = now_s() - t_start;
+    if (o.json)
+        print_json(&o, &sm, stats);
+    else
+        print_text(&o, &sm);
     rc = 0;
 out:
+    free(stats);
     pc_data_free(d);
     pc_data_free(test);
     pc_hclt_free(model);
