@@ -3,7 +3,10 @@
 # (or sudo) only when something has to be installed.
 set -euo pipefail
 # binutils: nm and readelf, which the install tests read the shared library with.
-packages=(cmake make gcc binutils pkg-config libhdf5-dev libcmocka-dev zlib1g-dev)
+# libopenmpi-dev, openmpi-bin: data-parallel EM and scoring over MPI ranks (PC_MPI).
+# dataset-fashion-mnist: the second data set, in /usr/share/datasets/fashion-mnist.
+packages=(cmake make gcc binutils pkg-config libhdf5-dev libcmocka-dev zlib1g-dev
+  libopenmpi-dev openmpi-bin dataset-fashion-mnist)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

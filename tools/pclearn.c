@@ -22,13 +22,13 @@
 #include "pc/rng.h"
 
 #include "learn_device.h"
-#include "mnist_find.h"
+#include "dataset_find.h"
 
 typedef struct options {
     long latents, epochs, batch, full_epochs, bins, mi_rows, threads;
     double pseudocount, step_start, step_end;
     unsigned long long seed;
-    const char *data, *valid, *out;
+    const char *data, *valid, *out, *dataset;
     int f64, em_f32, json;
     pc_em_device device;
 } options;
@@ -50,8 +50,10 @@ static const char usage_text[] =
     "  --step-end A1      step size at the last batch, linear in between (default 0.1)\n"
     "  --bins B           value bins for the mutual information (default 16)\n"
     "  --mi-rows M        rows sampled for the mutual information, 0 = all (default 20000)\n"
-    "  --data FILE        training data, IDX (.gz) (default: MNIST training images)\n"
-    "  --valid FILE       test data scored at the end (default: MNIST test images, if\n"
+    "  --dataset NAME     data set whose files are found by name: mnist (default) or\n"
+    "                     fashion-mnist (datasets/README.md says where they are looked for)\n"
+    "  --data FILE        training data, IDX (.gz) (default: the data set's training images)\n"
+    "  --valid FILE       test data scored at the end (default: its test images, if\n"
     "                     found, when --data is not given)\n"
     "  --seed S           random seed (default 1)\n"
     "  --threads T        OpenMP threads (default: all cores)\n"
@@ -100,7 +102,8 @@ static int parse_args(int argc, char **argv, options *o) {
                    .pseudocount = 0.1,
                    .step_start = 0.9,
                    .step_end = 0.1,
-                   .seed = 1};
+                   .seed = 1,
+                   .dataset = "mnist"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -147,6 +150,8 @@ static int parse_args(int argc, char **argv, options *o) {
             o->valid = v;
         else if (!strcmp(a, "-o"))
             o->out = v;
+        else if (!strcmp(a, "--dataset"))
+            o->dataset = v;
         else if (!strcmp(a, "--device")) {
             ok = pc_tool_em_device(v, &o->device);
             if (!ok) fprintf(stderr, "pclearn: --device '%s' is neither cpu nor cuda\n", v);
@@ -180,13 +185,15 @@ static int fail(const char *what) {
     return 1;
 }
 
-/* Reads `path`, or when it is NULL the MNIST file `mnist_name`; the path read goes to used. */
-static int load_data(const char *path, const char *mnist_name, pc_data **out, char *used,
-                     size_t n) {
+/* Reads `path`, or when it is NULL the file `mnist_name` of the data set `dataset`; the path
+ * read goes to used. */
+static int load_data(const char *path, const char *dataset, const char *mnist_name,
+                     pc_data **out, char *used, size_t n) {
     if (path) {
         if (used != path) snprintf(used, n, "%s", path);
-    } else if (pc_tool_find_mnist(NULL, mnist_name, used, n) != PC_OK) {
-        return fail("finding the data");
+    } else if (pc_tool_find_dataset(dataset, mnist_name, used, n) != PC_OK) {
+        fprintf(stderr, "pclearn: finding the data: %s\n", used);
+        return 1;
     }
     if (pc_data_load_idx(used, out) != PC_OK) return fail("reading the data");
     return 0;
@@ -348,7 +355,9 @@ int main(int argc, char **argv) {
     int32_t *parent = NULL;
     epoch_stat *stats = NULL;
     rc = 1;
-    if (load_data(o.data, "train-images-idx3-ubyte.gz", &d, data_path, sizeof data_path)) goto out;
+    if (load_data(o.data, o.dataset, "train-images-idx3-ubyte.gz", &d, data_path,
+                  sizeof data_path))
+        goto out;
     if (d->count < 1) {
         fprintf(stderr, "pclearn: %s has no samples\n", data_path);
         goto out;
@@ -365,15 +374,16 @@ int main(int argc, char **argv) {
     if (pc_learn_category_warning(&use, cats, warning, sizeof warning))
         fprintf(stderr, "pclearn: warning: %s\n", warning);
     /* The test data is read before learning, so a bad file fails at once. Without --valid
-     * and --data, the MNIST test set is scored when it is found, and skipped when not. */
+     * and --data, the data set's test images are scored when found, and skipped when not. */
     int want_test = o.valid != NULL;
     if (!o.valid && !o.data) {
-        want_test = pc_tool_find_mnist(NULL, "t10k-images-idx3-ubyte.gz", valid_path,
-                                       sizeof valid_path) == PC_OK;
-        if (!want_test) fprintf(stderr, "pclearn: no test set scored: %s\n", pc_last_error());
+        want_test = pc_tool_find_dataset(o.dataset, "t10k-images-idx3-ubyte.gz", valid_path,
+                                         sizeof valid_path) == PC_OK;
+        if (!want_test) fprintf(stderr, "pclearn: no test set scored: %s\n", valid_path);
     }
     if (want_test) {
-        if (load_data(o.valid ? o.valid : valid_path, NULL, &test, valid_path, sizeof valid_path))
+        if (load_data(o.valid ? o.valid : valid_path, NULL, NULL, &test, valid_path,
+                      sizeof valid_path))
             goto out;
         if (test->width != vars || test->count < 1) {
             fprintf(stderr, "pclearn: %s has %lld samples of %d variables; need >= 1 of %d\n",
