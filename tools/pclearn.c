@@ -4,6 +4,8 @@
  *           [--step-start A0] [--step-end A1] [--bins B] [--mi-rows M] [--data FILE]
  *           [--valid FILE] [--seed S] [--threads T] [--f64] [--device cpu|cuda] [--em-f32]
  *           [--json] -o MODEL.h5
+ *   mpirun -np R pclearn ...   data-parallel EM over R processes (one GPU each with --device
+ *                              cuda), the same model as one process's; rank 0 writes it
  *
  * Progress (one line per epoch: step sizes, train LL, time) goes to stderr, the summary to
  * stdout (one JSON object with --json). Exit status: 0 done, 1 error, 2 usage.
@@ -22,6 +24,7 @@
 #include "pc/rng.h"
 
 #include "learn_device.h"
+#include "mpi_ranks.h"
 #include "dataset_find.h"
 
 typedef struct options {
@@ -30,6 +33,7 @@ typedef struct options {
     unsigned long long seed;
     const char *data, *valid, *out, *dataset;
     int f64, em_f32, json;
+    int quiet; /* no progress lines: an MPI rank other than 0 */
     pc_em_device device;
 } options;
 
@@ -264,7 +268,8 @@ static int train(const options *o, pc_em *em, const pc_data *d, epoch_stat *stat
         }
         const double mean = ll / (double)n;
         stats[ep - 1] = (epoch_stat){full, step_first, step, mean, now_s() - t0};
-        fprintf(
+        if (!o->quiet)
+            fprintf(
             stderr,
             "epoch %3ld/%ld %s  step %.3f..%.3f  train LL %.3f nats/image  %.4f bits/dim  %.1f s\n",
             ep, o->epochs + o->full_epochs, full ? "full " : "batch", step_first, step, mean,
@@ -277,7 +282,7 @@ static int train(const options *o, pc_em *em, const pc_data *d, epoch_stat *stat
 /* What the summary reports. */
 typedef struct summary {
     const char *data, *test;
-    int32_t vars, cats, used, trans;
+    int32_t vars, cats, used, trans, ranks;
     int64_t train_n, test_n;
     double structure_s, em_s, total_s, train_ll, test_ll;
 } summary;
@@ -286,10 +291,10 @@ static void print_text(const options *o, const summary *s) {
     printf("model: %s (K = %ld, %d variables, %d categories, %d transition rows, %s)\n", o->out,
            o->latents, s->vars, s->cats, s->trans, o->f64 ? "float64" : "float32");
     printf("training: %.1f s in all (structure %.1f s, EM %.1f s on %s%s), %ld mini-batch epochs "
-           "of %ld, %ld full-batch epochs, %d threads\n",
+           "of %ld, %ld full-batch epochs, %d threads x %d processes\n",
            s->total_s, s->structure_s, s->em_s, o->device == PC_EM_CUDA ? "cuda" : "cpu",
            o->device == PC_EM_CUDA ? (o->em_f32 ? ", FP32" : ", FP64") : "", o->epochs,
-           o->batch, o->full_epochs, omp_get_max_threads());
+           o->batch, o->full_epochs, omp_get_max_threads(), s->ranks);
     printf("train: %lld samples, LL %.4f nats/image, %.4f bits/dim\n", (long long)s->train_n,
            s->train_ll, bits_per_dim(s->train_ll, s->vars));
     if (s->test)
@@ -318,11 +323,12 @@ static void print_json(const options *o, const summary *s, const epoch_stat *sta
     json_string(s->data);
     printf(", \"latents\": %ld, \"variables\": %d, \"categories\": %d, "
            "\"categories_used\": %d, \"transition_rows\": %d, \"device\": \"%s\", "
-           "\"em_precision\": \"%s\", \"seed\": %llu, \"batch\": %ld, \"pseudocount\": %g, "
+           "\"em_precision\": \"%s\", \"processes\": %d, \"seed\": %llu, \"batch\": %ld, "
+           "\"pseudocount\": %g, "
            "\"structure_s\": %.3f, \"em_s\": %.3f, \"total_s\": %.3f,\n \"epochs\": [",
            o->latents, s->vars, s->cats, s->used, s->trans,
            o->device == PC_EM_CUDA ? "cuda" : "cpu",
-           o->device == PC_EM_CUDA && o->em_f32 ? "fp32" : "fp64", o->seed, o->batch,
+           o->device == PC_EM_CUDA && o->em_f32 ? "fp32" : "fp64", s->ranks, o->seed, o->batch,
            o->pseudocount, s->structure_s, s->em_s, s->total_s);
     for (long e = 0; e < o->epochs + o->full_epochs; e++)
         printf("%s\n  {\"epoch\": %ld, \"full_batch\": %s, \"step_first\": %.6g, "
@@ -341,10 +347,21 @@ static void print_json(const options *o, const summary *s, const epoch_stat *sta
 }
 
 int main(int argc, char **argv) {
+    pc_tool_mpi mpi;
+    pc_tool_mpi_init(&argc, &argv, &mpi);
     options o;
     int rc = parse_args(argc, argv, &o);
-    if (rc) return rc;
-    if (o.threads > 0) omp_set_num_threads((int)o.threads);
+    if (rc) {
+        pc_tool_mpi_finalize(&mpi);
+        return rc;
+    }
+    o.quiet = mpi.rank != 0;
+    if (o.threads > 0)
+        omp_set_num_threads((int)o.threads);
+    else if (mpi.local_size > 1) /* ranks on one machine share its cores */
+        omp_set_num_threads(omp_get_num_procs() > mpi.local_size
+                                ? omp_get_num_procs() / mpi.local_size
+                                : 1);
 
     const double t_start = now_s();
     char data_path[4096], valid_path[4096];
@@ -363,15 +380,16 @@ int main(int argc, char **argv) {
         goto out;
     }
     const int32_t cats = 256, vars = d->width; /* IDX bytes: 256 categories */
-    fprintf(stderr, "data: %s, %lld samples x %d variables\n", data_path, (long long)d->count,
-            vars);
+    if (!o.quiet)
+        fprintf(stderr, "data: %s, %lld samples x %d variables\n", data_path,
+                (long long)d->count, vars);
     pc_category_use use;
     char warning[256];
     if (pc_learn_category_use(d, cats, &use) != PC_OK) {
         fail("reading the data");
         goto out;
     }
-    if (pc_learn_category_warning(&use, cats, warning, sizeof warning))
+    if (pc_learn_category_warning(&use, cats, warning, sizeof warning) && !o.quiet)
         fprintf(stderr, "pclearn: warning: %s\n", warning);
     /* The test data is read before learning, so a bad file fails at once. Without --valid
      * and --data, the data set's test images are scored when found, and skipped when not. */
@@ -414,13 +432,16 @@ int main(int argc, char **argv) {
         goto out;
     }
     const double t_tree = now_s() - t0;
-    fprintf(stderr,
+    if (!o.quiet)
+        fprintf(stderr,
             "structure: MI %.2f s (%ld bins), tree %.2f s, %d transition rows, %d leaves "
             "sharing a latent\n",
             t_mi, o.bins, t_tree, model->num_trans, vars - 1 - model->num_trans);
     stats = calloc((size_t)(o.epochs + o.full_epochs), sizeof *stats);
     if (!stats || pc_learn_init_params(model, d, o.seed) != PC_OK ||
-        pc_tool_em_create(o.device, o.em_f32, 0, model, d, &em) != PC_OK) {
+        pc_tool_em_create(o.device, o.em_f32, mpi.local_rank, model, d, &em) != PC_OK ||
+        (mpi.size > 1 &&
+         pc_em_set_shard(em, mpi.rank, mpi.size, pc_tool_mpi_sum, NULL) != PC_OK)) {
         fail("initialising EM");
         goto out;
     }
@@ -429,6 +450,10 @@ int main(int argc, char **argv) {
     const double t_em = now_s() - t0;
     if (pc_em_export(em, model) != PC_OK || pc_hclt_validate(model, "learned model") != PC_OK) {
         fail("learned model");
+        goto out;
+    }
+    if (mpi.rank != 0) { /* rank 0 writes and scores the model all the ranks learned */
+        rc = 0;
         goto out;
     }
     if (pc_hclt_save(model, o.out, o.f64 ? PC_HCLT_F64 : PC_HCLT_F32) != PC_OK) {
@@ -443,7 +468,7 @@ int main(int argc, char **argv) {
     summary sm = {.data = data_path, .test = test ? valid_path : NULL, .vars = vars,
                   .cats = cats, .used = use.used, .trans = model->num_trans,
                   .train_n = d->count, .test_n = test ? test->count : 0,
-                  .structure_s = t_mi + t_tree, .em_s = t_em};
+                  .structure_s = t_mi + t_tree, .em_s = t_em, .ranks = mpi.size};
     if (mean_loglik(saved, d, o.device, &sm.train_ll) ||
         (test && mean_loglik(saved, test, o.device, &sm.test_ll)))
         goto out;
@@ -462,5 +487,7 @@ out:
     pc_em_free(em);
     free(mi);
     free(parent);
+    if (rc && mpi.size > 1) pc_tool_mpi_abort(&mpi, rc); /* no rank waits for a failed one */
+    pc_tool_mpi_finalize(&mpi);
     return rc;
 }
