@@ -1,6 +1,7 @@
 /* The plan of GPU EM on the CPU: its buffers, parameter layouts and the steps of a pass
  * (src/learn/cuda/em_plan.h), run by a CPU executor that does what each CUDA kernel does
- * (em_kernels.cuh) and what cuBLAS's column-major GEMM does, checked against the CPU EM.
+ * (em_kernels.cuh, em_fused.cuh) and what cuBLAS's column-major GEMM does, on both paths
+ * (per-step ops and the fused per-layer ones), checked against the CPU EM.
  * With values rounded to float where the GPU's FP32 mode stores them, it also measures the
  * FP32 mode's distance from FP64 on the shipped model. */
 #include <math.h>
@@ -25,7 +26,7 @@
  * when f32 is set (the GEMMs then also add in float, as SGEMM does). */
 typedef struct cpu_exec {
     const pc_em_plan *p;
-    int f32;
+    int f32, fused;
     double *buf[PC_EM_BUFS];
     double *root, *input; /* [K], [V][C + 1][K] */
     double *trans;        /* FP64 W, [G - 1][K][K] */
@@ -124,6 +125,31 @@ static pc_status exec_posterior(void *ctx, int64_t n, int32_t g0, int32_t g1) {
     return PC_OK;
 }
 
+/* The fused path's two steps, as the GPU's fused kernels compute them: the same products,
+ * GEMMs and posteriors, per layer. */
+static pc_status exec_forward(void *ctx, int64_t n, int32_t g0, int32_t g1) {
+    cpu_exec *x = ctx;
+    const int32_t root = x->p->G - 1, ge = g1 < root ? g1 : root;
+    exec_product(ctx, n, g0, g1);
+    if (ge > g0) {
+        const pc_em_gemm op = pc_em_plan_gemm(x->p, n, g0, ge, 0);
+        exec_gemm(ctx, &op);
+    }
+    return PC_OK;
+}
+
+static pc_status exec_downward(void *ctx, int64_t n, int32_t g0, int32_t g1) {
+    cpu_exec *x = ctx;
+    const int32_t root = x->p->G - 1, ge = g1 < root ? g1 : root;
+    if (ge > g0) {
+        const pc_em_gemm flows = pc_em_plan_gemm(x->p, n, g0, ge, 1);
+        const pc_em_gemm down = pc_em_plan_gemm(x->p, n, g0, ge, 2);
+        exec_gemm(ctx, &flows);
+        exec_gemm(ctx, &down);
+    }
+    return exec_posterior(ctx, n, g0, g1);
+}
+
 static void exec_init(cpu_exec *x, const pc_em_plan *p, const pc_hclt *m, int f32) {
     memset(x, 0, sizeof *x);
     x->p = p, x->f32 = f32;
@@ -163,7 +189,8 @@ static void exec_pass(cpu_exec *x, const pc_data *d, const int64_t *rows, int64_
             const int64_t at = r * p->V + v;
             x->xc[i * p->V + v] = d->missing && d->missing[at] ? (uint16_t)p->C : d->values[at];
         }
-    const pc_em_ops ops = {x, exec_product, exec_gemm, exec_posterior};
+    pc_em_ops ops = {x, exec_product, exec_gemm, exec_posterior, NULL, NULL};
+    if (x->fused) ops.forward = exec_forward, ops.downward = exec_downward;
     assert_int_equal(pc_em_plan_pass(p, n, &ops), PC_OK);
     const double *E = x->buf[PC_EM_BUF_E], *F = x->buf[PC_EM_BUF_F];
     for (int64_t b = 0; b < n; b++) {
@@ -207,12 +234,13 @@ static double step_diff(const double *n, int64_t rows, int64_t row_step, int64_t
  * returns the largest relative difference of any parameter (in probability), and of the
  * log-likelihood into *ll_diff. */
 static double step_vs_cpu(const pc_hclt *m, const pc_data *d, const int64_t *rows, int64_t n,
-                          int64_t chunk, int f32, double *ll_diff) {
+                          int64_t chunk, int f32, int fused, double *ll_diff) {
     const double step = 0.9, alpha = 0.1;
     pc_em_plan *p = NULL;
     assert_int_equal(pc_em_plan_create(m, chunk, &p), PC_OK);
     cpu_exec x;
     exec_init(&x, p, m, f32);
+    x.fused = fused;
     const int64_t K = p->K, T = p->G - 1, C = p->C;
     double *root = calloc((size_t)K, sizeof(double));
     double *trans = calloc((size_t)(T * K * K + 1), sizeof(double));
@@ -278,6 +306,13 @@ static void test_plan_layout(void **state) {
         assert_int_equal(pc_em_plan_elems(p, PC_EM_BUF_E), (int64_t)p->G * 37 * K);
         assert_int_equal(pc_em_plan_elems(p, PC_EM_BUF_U), (int64_t)widest * 37 * K);
         assert_true(pc_em_plan_bytes(p, 74, 4) > pc_em_plan_bytes(p, 37, 4));
+        /* the fused path (K <= 32 here): tiles of (256 / tw) * 8 rows, tw = K rounded up */
+        int32_t tw = 1;
+        while (tw < K) tw *= 2;
+        assert_true(pc_em_plan_fused(p));
+        assert_int_equal(pc_em_plan_tile_rows(p), 256 / tw * 8);
+        const int64_t tiles = (1000 + 256 / tw * 8 - 1) / (256 / tw * 8);
+        assert_int_equal(pc_em_plan_partial_elems(p, 1000), (int64_t)(p->G - 1) * tiles * K * K);
         assert_true(pc_em_plan_bytes(p, 37, 8) > pc_em_plan_bytes(p, 37, 4));
         /* pack then unpack: the same parameters, in a fresh model */
         const int64_t T = p->G - 1;
@@ -320,7 +355,7 @@ static void test_pass_matches_cpu_em(void **state) {
         int64_t rows[97];
         for (int i = 0; i < 97; i++) rows[i] = pc_hr_int(0, count - 1);
         double ll_diff = 1;
-        const double worst = step_vs_cpu(m, &d, rows, 97, 40, 0, &ll_diff);
+        const double worst = step_vs_cpu(m, &d, rows, 97, 40, 0, trial % 2, &ll_diff);
         if (worst > 1e-9 || ll_diff > 1e-12)
             printf("V %d C %d K %d: parameters %.3g, LL %.3g\n", V, C, K, worst, ll_diff);
         assert_true(worst < 1e-9);
@@ -352,8 +387,8 @@ static void test_shipped_model_f32(void **state) {
     int64_t rows[512];
     for (int i = 0; i < 512; i++) rows[i] = pc_hr_int(0, all->count - 1);
     double ll64 = 1, ll32 = 1;
-    const double d64 = step_vs_cpu(m, all, rows, 512, 512, 0, &ll64);
-    const double d32 = step_vs_cpu(m, all, rows, 512, 512, 1, &ll32);
+    const double d64 = step_vs_cpu(m, all, rows, 512, 512, 0, 1, &ll64);
+    const double d32 = step_vs_cpu(m, all, rows, 512, 512, 1, 0, &ll32);
     printf("one step on 512 images: FP64 %.3g (LL %.3g), FP32 storage %.3g (LL %.3g)\n", d64,
            ll64, d32, ll32);
     assert_true(d64 < 1e-9);

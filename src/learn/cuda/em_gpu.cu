@@ -181,11 +181,17 @@ static pc_status alloc_pass(pc_em_gpu *g) {
     const size_t ch = (size_t)p->chunk, V = (size_t)p->V, G = (size_t)p->G;
     pc_status st = PC_OK;
     g->d_buf[PC_EM_BUF_W] = g->d_trans_c;
-    for (int b = 1; b < PC_EM_BUFS; b++)
+    g->fused = pc_em_plan_fused(p);
+    for (int b = 1; b < PC_EM_BUFS; b++) {
+        if (g->fused && (b == PC_EM_BUF_U || b == PC_EM_BUF_F)) continue;
         if ((st = pc_em_gpu_alloc(&g->d_buf[b],
                                   (size_t)pc_em_plan_elems(p, (pc_em_buf)b) * g->elem,
                                   "pass buffers")))
             return st;
+    }
+    if ((st = pc_em_gpu_alloc((void **)&g->d_partial,
+                              (size_t)pc_em_plan_partial_elems(p, p->chunk) * 8, "tile flows")))
+        return st;
     if ((st = pc_em_gpu_alloc((void **)&g->d_off, G * ch * 4, "offsets")) ||
         (st = pc_em_gpu_alloc((void **)&g->d_xc, ch * V * 2, "rows")) ||
         (st = pc_em_gpu_alloc((void **)&g->d_xct, ch * V * 2, "rows")) ||
@@ -255,7 +261,7 @@ extern "C" void pc_em_gpu_free(pc_em_gpu *g) {
     void *dev[] = {g->d_var_start, g->d_vars, g->d_child_start, g->d_children, g->d_var_group,
                    g->d_root, g->d_trans, g->d_input, g->d_n_root, g->d_n_trans, g->d_n_input,
                    g->d_off, g->d_xc, g->d_xct, g->d_logp, g->d_scale, g->d_rows, g->d_ws,
-                   g->d_stage_values, g->d_stage_missing};
+                   g->d_stage_values, g->d_stage_missing, g->d_partial};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) cudaFree(dev[i]);
     free_data(g);
     void *host[] = {g->h_rows, g->h_logp, g->h_scale, g->h_stage_values, g->h_stage_missing};

@@ -1,13 +1,46 @@
 /* GPU EM passes: the executor of em_plan.h's steps (kernels of em_kernels.cuh, cuBLAS), each
  * pass captured once as a CUDA graph per (rows, source, mask), the rows staged or gathered,
  * and the benchmark's timed replays. */
+#include "learn/cuda/em_fused.cuh"
 #include "learn/cuda/em_gpu_state.cuh"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* The kernels for one compute type T; KPL (values per lane) from K. */
+/* The kernels for one compute type T; KPL (values per lane) from K, or TW (lanes per row) on
+ * the fused path. */
 template <typename T> struct pass_kernels {
+    /* Fused forward (which = 0) or downward (1) of groups [g0, g1) on TW lanes per row. */
+    template <int TW>
+    static pc_status fused(pc_em_gpu *g, const pc_em_args &a, int which, int64_t n, int32_t g0,
+                           int32_t g1) {
+        pc_status st = PC_OK;
+        const int64_t tile = pc_em_plan_tile_rows(g->plan), tiles = (n + tile - 1) / tile;
+        const size_t kk = (size_t)a.K * a.K * sizeof(double);
+        const dim3 grid((unsigned)tiles, (unsigned)(g1 - g0));
+        T *E = (T *)g->d_buf[PC_EM_BUF_E], *S = (T *)g->d_buf[PC_EM_BUF_S];
+        const T *W = (const T *)g->d_buf[PC_EM_BUF_W];
+        if (which == 0)
+            pc_em_fused_forward<T, TW><<<grid, PC_EM_THREADS, kk, g->stream>>>(
+                a, n, g0, (const T *)g->d_input_c, E, S, W);
+        else
+            pc_em_fused_downward<T, TW><<<grid, PC_EM_THREADS, 2 * kk, g->stream>>>(
+                a, n, g0, E, S, W, g->d_partial, tiles);
+        PC_CUDA_CHECK(cudaGetLastError());
+    fail:
+        return st;
+    }
+    static pc_status fused_layer(pc_em_gpu *g, int which, int64_t n, int32_t g0, int32_t g1) {
+        const pc_em_args a = pc_em_gpu_args(g);
+        switch (a.tw) {
+        case 1: return fused<1>(g, a, which, n, g0, g1);
+        case 2: return fused<2>(g, a, which, n, g0, g1);
+        case 4: return fused<4>(g, a, which, n, g0, g1);
+        case 8: return fused<8>(g, a, which, n, g0, g1);
+        case 16: return fused<16>(g, a, which, n, g0, g1);
+        default: return fused<32>(g, a, which, n, g0, g1);
+        }
+    }
     template <int KPL>
     static pc_status product(pc_em_gpu *g, const pc_em_args &a, int64_t n, int32_t g0,
                              int32_t g1, unsigned grid) {
@@ -52,6 +85,8 @@ template <typename T> struct pass_kernels {
         const int64_t segs = (n + PC_EM_SEG - 1) / PC_EM_SEG;
         const int64_t inputs = (int64_t)a.V * segs * a.K;
         const int64_t trans = (int64_t)(a.G - 1) * a.K * a.K;
+        const unsigned tgrid = (unsigned)((trans + PC_EM_THREADS - 1) / PC_EM_THREADS);
+        const int64_t tile = pc_em_plan_tile_rows(g->plan);
         pc_em_root_flows<T><<<a.K, PC_EM_THREADS, 0, g->stream>>>(a, n, E, g->d_n_root,
                                                                   g->d_scale);
         PC_CUDA_CHECK(cudaGetLastError());
@@ -59,9 +94,13 @@ template <typename T> struct pass_kernels {
                                PC_EM_THREADS, 0, g->stream>>>(
             a, n, E, (unsigned long long *)g->d_n_input, g->d_scale);
         PC_CUDA_CHECK(cudaGetLastError());
-        if (trans > 0) {
-            pc_em_trans_flows<T><<<(unsigned)((trans + PC_EM_THREADS - 1) / PC_EM_THREADS),
-                                   PC_EM_THREADS, 0, g->stream>>>(
+        if (trans > 0 && g->fused) {
+            pc_em_fused_trans_flows<<<tgrid, PC_EM_THREADS, 0, g->stream>>>(
+                trans, a.K * a.K, g->d_partial, (n + tile - 1) / tile, g->d_trans, g->d_n_trans,
+                g->d_scale);
+            PC_CUDA_CHECK(cudaGetLastError());
+        } else if (trans > 0) {
+            pc_em_trans_flows<T><<<tgrid, PC_EM_THREADS, 0, g->stream>>>(
                 trans, (const T *)g->d_buf[PC_EM_BUF_F], g->d_trans, g->d_n_trans, g->d_scale);
             PC_CUDA_CHECK(cudaGetLastError());
         }
@@ -80,6 +119,24 @@ static pc_status op_posterior(void *ctx, int64_t n, int32_t g0, int32_t g1) {
     pc_em_gpu *g = (pc_em_gpu *)ctx;
     return g->f32 ? pass_kernels<float>::rows(g, 1, n, g0, g1)
                   : pass_kernels<double>::rows(g, 1, n, g0, g1);
+}
+
+/* Fused forward: the whole layer. */
+static pc_status op_forward(void *ctx, int64_t n, int32_t g0, int32_t g1) {
+    pc_em_gpu *g = (pc_em_gpu *)ctx;
+    return g->f32 ? pass_kernels<float>::fused_layer(g, 0, n, g0, g1)
+                  : pass_kernels<double>::fused_layer(g, 0, n, g0, g1);
+}
+
+/* Fused downward: the root by the posterior kernel, the other groups in one launch. */
+static pc_status op_downward(void *ctx, int64_t n, int32_t g0, int32_t g1) {
+    pc_em_gpu *g = (pc_em_gpu *)ctx;
+    const int32_t root = g->plan->G - 1, ge = g1 < root ? g1 : root;
+    pc_status st = PC_OK;
+    if (g1 > root && (st = op_posterior(ctx, n, root, g1))) return st;
+    if (ge <= g0) return PC_OK;
+    return g->f32 ? pass_kernels<float>::fused_layer(g, 1, n, g0, ge)
+                  : pass_kernels<double>::fused_layer(g, 1, n, g0, ge);
 }
 
 static pc_status op_gemm(void *ctx, const pc_em_gemm *op) {
@@ -112,7 +169,8 @@ fail:
 static pc_status enqueue_pass(pc_em_gpu *g, int64_t n, const pc_em_source &src) {
     pc_status st = PC_OK;
     const pc_em_args a = pc_em_gpu_args(g);
-    const pc_em_ops ops = {g, op_product, op_gemm, op_posterior};
+    pc_em_ops ops = {g, op_product, op_gemm, op_posterior, NULL, NULL};
+    if (g->fused) ops.forward = op_forward, ops.downward = op_downward;
     const dim3 grid((unsigned)((n + 31) / 32), (unsigned)((a.V + 31) / 32)), block(32, 8);
     pc_em_gather<<<grid, block, 0, g->stream>>>(a, n, src.values, src.missing, src.rows,
                                                  g->d_xc, g->d_xct);

@@ -21,7 +21,9 @@
 #include <math.h>
 #include <stdint.h>
 
-#define PC_EM_THREADS 256
+#include "learn/cuda/em_plan.h"
+
+#define PC_EM_THREADS PC_EM_ROW_THREADS
 /* Rows per segment of the input flows: each thread sums one (variable, state) over one
  * segment, so the grid has V * K * n / 128 threads (enough for the GPU at K = 16, n = 512). */
 #define PC_EM_SEG 128

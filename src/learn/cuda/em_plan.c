@@ -64,17 +64,33 @@ double pc_em_plan_bytes(const pc_em_plan *p, int64_t chunk, int elem) {
     pc_em_plan q = *p;
     q.chunk = chunk;
     double bytes = 0;
-    for (int b = 0; b < PC_EM_BUFS; b++) bytes += (double)pc_em_plan_elems(&q, (pc_em_buf)b) * elem;
+    for (int b = 0; b < PC_EM_BUFS; b++) /* the fused path has no U and F */
+        if (!pc_em_plan_fused(p) || (b != PC_EM_BUF_U && b != PC_EM_BUF_F))
+            bytes += (double)pc_em_plan_elems(&q, (pc_em_buf)b) * elem;
     const double K = p->K, trans = (double)(p->G - 1) * K * K;
     const double input = (double)p->V * (p->C + 1) * K;
     bytes += 8.0 * (trans + input + K) * 2;          /* FP64 parameters and int64 counts */
     if (elem != 8) bytes += (double)elem * input;    /* the input rows in the compute type */
     bytes += (double)chunk * (4.0 * p->G + 4.0 * p->V + 16); /* offsets, rows x 2, logp, ids */
+    bytes += 8.0 * (double)pc_em_plan_partial_elems(p, chunk);
     return bytes;
 }
 
-/* The batched GEMM over groups [g0, g1) for one of the three products of a pass. */
-static pc_em_gemm layer_gemm(const pc_em_plan *p, int64_t n, int32_t g0, int32_t g1, int which) {
+int pc_em_plan_fused(const pc_em_plan *p) { return p->K <= PC_EM_FUSED_MAX_K; }
+
+int64_t pc_em_plan_tile_rows(const pc_em_plan *p) {
+    int32_t tw = 1;
+    while (tw < p->K && tw < 32) tw *= 2;
+    return (int64_t)(PC_EM_ROW_THREADS / tw) * PC_EM_FUSED_ITER;
+}
+
+int64_t pc_em_plan_partial_elems(const pc_em_plan *p, int64_t chunk) {
+    if (!pc_em_plan_fused(p)) return 0;
+    const int64_t tile = pc_em_plan_tile_rows(p), tiles = (chunk + tile - 1) / tile;
+    return (int64_t)(p->G - 1) * tiles * p->K * p->K;
+}
+
+pc_em_gemm pc_em_plan_gemm(const pc_em_plan *p, int64_t n, int32_t g0, int32_t g1, int which) {
     const int32_t K = p->K;
     const int64_t kk = (int64_t)K * K, rows = p->chunk * K;
     pc_em_gemm op = {0};
@@ -105,20 +121,29 @@ pc_status pc_em_plan_pass(const pc_em_plan *p, int64_t n, const pc_em_ops *ops) 
         return pc_fail(PC_ERR_ARG, "GPU EM pass: %lld rows, the buffers hold %lld",
                        (long long)n, (long long)p->chunk);
     const int32_t *ls = p->circuit->layer_start, root = p->G - 1;
+    const int fused = ops->forward && ops->downward;
     pc_status st = PC_OK;
     for (int32_t l = 0; l < p->L && st == PC_OK; l++) {
         const int32_t g0 = ls[l], g1 = ls[l + 1], ge = g1 < root ? g1 : root;
+        if (fused) {
+            st = ops->forward(ops->ctx, n, g0, g1);
+            continue;
+        }
         st = ops->product(ops->ctx, n, g0, g1);
         if (st == PC_OK && ge > g0) {
-            const pc_em_gemm op = layer_gemm(p, n, g0, ge, 0);
+            const pc_em_gemm op = pc_em_plan_gemm(p, n, g0, ge, 0);
             st = ops->gemm(ops->ctx, &op);
         }
     }
     for (int32_t l = p->L - 1; l >= 0 && st == PC_OK; l--) {
         const int32_t g0 = ls[l], g1 = ls[l + 1], ge = g1 < root ? g1 : root;
+        if (fused) {
+            st = ops->downward(ops->ctx, n, g0, g1);
+            continue;
+        }
         if (ge > g0) {
-            const pc_em_gemm flows = layer_gemm(p, n, g0, ge, 1);
-            const pc_em_gemm down = layer_gemm(p, n, g0, ge, 2);
+            const pc_em_gemm flows = pc_em_plan_gemm(p, n, g0, ge, 1);
+            const pc_em_gemm down = pc_em_plan_gemm(p, n, g0, ge, 2);
             st = ops->gemm(ops->ctx, &flows);
             if (st == PC_OK) st = ops->gemm(ops->ctx, &down);
         }

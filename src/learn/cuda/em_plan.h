@@ -36,6 +36,15 @@ extern "C" {
 typedef enum pc_em_buf { PC_EM_BUF_W, PC_EM_BUF_E, PC_EM_BUF_S, PC_EM_BUF_U, PC_EM_BUF_F } pc_em_buf;
 #define PC_EM_BUFS 5
 
+/* Threads of a block of the row kernels. */
+#define PC_EM_ROW_THREADS 256
+/* Small K (<= 32) runs each layer as one fused forward and one fused downward kernel
+ * (em_fused.cuh) instead of products, GEMMs and posteriors; a block takes one group and a tile
+ * of (256 / tw) * 8 rows (tw = K rounded up to a power of two), and leaves the tile's flows in
+ * P [G - 1][tiles][K][K] (FP64), which the pass's end sums in tile order. */
+#define PC_EM_FUSED_MAX_K 32
+#define PC_EM_FUSED_ITER 8
+
 typedef struct pc_em_plan {
     pc_circuit *circuit; /* owned */
     int32_t V, C, K, G, L;
@@ -51,8 +60,15 @@ void pc_em_plan_free(pc_em_plan *plan);
 /* Elements of a buffer. */
 int64_t pc_em_plan_elems(const pc_em_plan *plan, pc_em_buf buf);
 
+/* The fused path: whether the plan takes it (K <= PC_EM_FUSED_MAX_K), rows per tile, and the
+ * elements of P for passes of `chunk` rows (0 when not fused). */
+int pc_em_plan_fused(const pc_em_plan *plan);
+int64_t pc_em_plan_tile_rows(const pc_em_plan *plan);
+int64_t pc_em_plan_partial_elems(const pc_em_plan *plan, int64_t chunk);
+
 /* Device bytes GPU EM needs for passes of `chunk` rows in a compute type of `elem` bytes: the
- * five buffers, the parameters and counts, offsets, gathered rows and log-likelihoods. */
+ * buffers (without U and F on the fused path, with P), the parameters and counts, offsets,
+ * gathered rows and log-likelihoods. */
 double pc_em_plan_bytes(const pc_em_plan *plan, int64_t chunk, int elem);
 
 /* C = op(A) op(B) + beta C, column-major, `batch` times with the given strides (elements);
@@ -76,9 +92,18 @@ typedef struct pc_em_ops {
     pc_status (*gemm)(void *ctx, const pc_em_gemm *op);
     /* Posteriors of groups [g0, g1) of one layer, children's ratios in place. */
     pc_status (*posterior)(void *ctx, int64_t n, int32_t g0, int32_t g1);
+    /* The fused path, both or neither: a layer's products and messages (forward), and its
+     * flows, posteriors and children's ratios (downward), in place of the three above. */
+    pc_status (*forward)(void *ctx, int64_t n, int32_t g0, int32_t g1);
+    pc_status (*downward)(void *ctx, int64_t n, int32_t g0, int32_t g1);
 } pc_em_ops;
 
-/* Runs one pass over n (1 <= n <= chunk) gathered rows through ops. */
+/* The batched GEMM of groups [g0, g1) (non-root, one layer) of a pass of n rows: which = 0 the
+ * messages S = E W^T, 1 the flows F = A^T E, 2 the downward U = A W. */
+pc_em_gemm pc_em_plan_gemm(const pc_em_plan *plan, int64_t n, int32_t g0, int32_t g1, int which);
+
+/* Runs one pass over n (1 <= n <= chunk) gathered rows through ops: forward and downward per
+ * layer when ops has them, else products, GEMMs and posteriors. */
 pc_status pc_em_plan_pass(const pc_em_plan *plan, int64_t n, const pc_em_ops *ops);
 
 /* The model's parameters as probabilities in the plan's layouts: root [K]; trans [G - 1][K][K]
