@@ -371,6 +371,7 @@ int main(int argc, char **argv) {
     double *mi = NULL;
     int32_t *parent = NULL;
     epoch_stat *stats = NULL;
+    int streamed = 0;
     rc = 1;
     if (load_data(o.data, o.dataset, "train-images-idx3-ubyte.gz", &d, data_path,
                   sizeof data_path))
@@ -439,12 +440,16 @@ int main(int argc, char **argv) {
             t_mi, o.bins, t_tree, model->num_trans, vars - 1 - model->num_trans);
     stats = calloc((size_t)(o.epochs + o.full_epochs), sizeof *stats);
     if (!stats || pc_learn_init_params(model, d, o.seed) != PC_OK ||
-        pc_tool_em_create(o.device, o.em_f32, mpi.local_rank, model, d, &em) != PC_OK ||
+        pc_tool_em_create(o.device, o.em_f32, mpi.local_rank, model, d, &em, &streamed) !=
+            PC_OK ||
         (mpi.size > 1 &&
          pc_em_set_shard(em, mpi.rank, mpi.size, pc_tool_mpi_sum, NULL) != PC_OK)) {
         fail("initialising EM");
         goto out;
     }
+    if (streamed && !o.quiet)
+        fprintf(stderr, "pclearn: the training data does not fit the GPU: streamed from the "
+                        "host each step\n");
     t0 = now_s();
     if (train(&o, em, d, stats)) goto out;
     const double t_em = now_s() - t0;

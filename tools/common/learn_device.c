@@ -17,10 +17,17 @@ int pc_tool_em_device(const char *name, pc_em_device *device) {
 }
 
 pc_status pc_tool_em_create(pc_em_device device, int f32, int cuda_device, const pc_hclt *model,
-                            const pc_data *train, pc_em **out) {
+                            const pc_data *train, pc_em **out, int *streamed) {
     const pc_em_opts opts = {.device = device, .f32 = f32, .cuda_device = cuda_device};
     pc_status st = pc_em_create_opts(model, &opts, out);
-    if (st == PC_OK && device == PC_EM_CUDA) st = pc_em_attach_data(*out, train);
+    *streamed = 0;
+    if (st == PC_OK && device == PC_EM_CUDA) {
+        st = pc_em_attach_data(*out, train);
+        if (st == PC_ERR_DEVICE_MEMORY) { /* too large for the GPU: the rows go in each step */
+            *streamed = 1;
+            st = PC_OK;
+        }
+    }
     if (st != PC_OK) {
         pc_em_free(*out);
         *out = NULL;

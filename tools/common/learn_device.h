@@ -13,9 +13,10 @@
 int pc_tool_em_device(const char *name, pc_em_device *device);
 
 /* An EM state of model on `device` (FP32 values and messages when f32 is set, GPU only), the
- * GPU's at cuda_device modulo the GPUs present; the training data attached on a GPU. */
+ * GPU's at cuda_device modulo the GPUs present; the training data attached on a GPU, or, when
+ * it does not fit there, left on the host (*streamed = 1: each step copies its rows in). */
 pc_status pc_tool_em_create(pc_em_device device, int f32, int cuda_device, const pc_hclt *model,
-                            const pc_data *train, pc_em **out);
+                            const pc_data *train, pc_em **out, int *streamed);
 
 /* log p(x) of rows [lo, hi) of data into logp [hi - lo]: on the GPU (fuse backend) when
  * device is PC_EM_CUDA, else pclearn's FP64 forward pass on the CPU. */

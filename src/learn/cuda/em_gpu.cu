@@ -7,7 +7,7 @@
 
 /* Rows per pass at most: the GPU is busy from a few thousand rows on, memory grows linearly. */
 #define PC_EM_CHUNK_MAX 8192
-/* Share of the free device memory a state may take. */
+/* Share of the device's memory a state may take. */
 #define PC_EM_MEM_SHARE 0.8
 /* cuBLAS's workspace (its guide asks for 32 MiB on Hopper when capturing graphs). */
 #define PC_EM_BLAS_WS (32u << 20)
@@ -82,7 +82,9 @@ static pc_status pick_device(pc_em_gpu *g, const pc_em_opts *opts) {
     return PC_OK;
 }
 
-/* The largest chunk (halved from the limit) whose buffers fit the memory budget. */
+/* The largest chunk (halved from the limit) whose buffers fit the budget: a share of the GPU's
+ * whole memory, not of what is free now, so that the chunk (and with it how a full-batch step
+ * is cut into passes, which decides the last bits) is the same on every run on this GPU. */
 static pc_status choose_chunk(pc_em_gpu *g, const pc_hclt *model, int64_t max_chunk) {
     pc_status st = PC_OK;
     size_t free_b = 0, total_b = 0;
@@ -90,7 +92,7 @@ static pc_status choose_chunk(pc_em_gpu *g, const pc_hclt *model, int64_t max_ch
     PC_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     if ((st = pc_em_plan_create(model, chunk, &g->plan))) return st;
     {
-        const double budget = PC_EM_MEM_SHARE * (double)free_b - PC_EM_BLAS_WS;
+        const double budget = PC_EM_MEM_SHARE * (double)total_b - PC_EM_BLAS_WS;
         while (chunk > 32 && pc_em_plan_bytes(g->plan, chunk, g->elem) > budget) chunk /= 2;
         const double need = pc_em_plan_bytes(g->plan, chunk, g->elem);
         if (need > budget)
