@@ -277,7 +277,8 @@ extern "C" void pc_em_gpu_free(pc_em_gpu *g) {
 
 extern "C" int pc_em_gpu_is_attached(const pc_em_gpu *g, const pc_data *data) {
     return g->attached && g->attached == data && g->attached_count == data->count &&
-           g->attached_width == data->width;
+           g->attached_width == data->width && g->attached_values == data->values &&
+           g->attached_missing == data->missing;
 }
 
 /* Fails with PC_ERR_DATA at the first observed value >= C. */
@@ -312,6 +313,8 @@ extern "C" pc_status pc_em_gpu_attach(pc_em_gpu *g, const pc_data *data) {
         g->attached = data;
         g->attached_count = data->count;
         g->attached_width = data->width;
+        g->attached_values = data->values;
+        g->attached_missing = data->missing;
     }
 fail:
     if (st) free_data(g);

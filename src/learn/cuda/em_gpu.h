@@ -24,7 +24,7 @@ void pc_em_gpu_free(pc_em_gpu *g);
 
 /* Keeps a device copy of data (checked first: values < C where observed); NULL drops it. */
 pc_status pc_em_gpu_attach(pc_em_gpu *g, const pc_data *data);
-/* 1 when data is the pc_data attached (the same pointer, count and width). */
+/* 1 when data is the pc_data attached, unchanged in shape and pointers (values, mask). */
 int pc_em_gpu_is_attached(const pc_em_gpu *g, const pc_data *data);
 
 /* Adds the fixed-point counts (scale: counts times scale) of rows rows[lo .. hi) (rows NULL:

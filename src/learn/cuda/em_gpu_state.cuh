@@ -58,10 +58,11 @@ struct pc_em_gpu {
     /* pinned host buffers for one pass */
     int64_t *h_rows;
     double *h_logp, *h_scale;
-    /* the attached data */
+    /* the attached data, and what it was when attached */
     const pc_data *attached;
     int64_t attached_count;
     int32_t attached_width;
+    const uint8_t *attached_values, *attached_missing;
     uint8_t *d_values, *d_missing;
     /* staging for data that is not attached: [chunk][V] */
     uint8_t *d_stage_values, *d_stage_missing, *h_stage_values, *h_stage_missing;
