@@ -191,7 +191,8 @@ static void exec_pass(cpu_exec *x, const pc_data *d, const int64_t *rows, int64_
         }
     pc_em_ops ops = {x, exec_product, exec_gemm, exec_posterior, NULL, NULL};
     if (x->fused) ops.forward = exec_forward, ops.downward = exec_downward;
-    assert_int_equal(pc_em_plan_pass(p, n, &ops), PC_OK);
+    const int phases = PC_EM_PASS_FORWARD | PC_EM_PASS_DOWNWARD;
+    assert_int_equal(pc_em_plan_pass(p, n, phases, &ops), PC_OK);
     const double *E = x->buf[PC_EM_BUF_E], *F = x->buf[PC_EM_BUF_F];
     for (int64_t b = 0; b < n; b++) {
         *ll += x->logp[b];
@@ -330,7 +331,7 @@ static void test_plan_layout(void **state) {
         for (int64_t i = 0; i < (int64_t)V * K * C; i++)
             assert_true(fabs(back->input_logp[i] - m->input_logp[i]) < 1e-12 ||
                         (isinf(back->input_logp[i]) && isinf(m->input_logp[i])));
-        assert_int_equal(pc_em_plan_pass(p, 38, NULL), PC_ERR_ARG);
+        assert_int_equal(pc_em_plan_pass(p, 38, PC_EM_PASS_FORWARD, NULL), PC_ERR_ARG);
         free(root), free(tr), free(in);
         pc_hclt_free(back);
         pc_em_plan_free(p);

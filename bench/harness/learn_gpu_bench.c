@@ -9,7 +9,8 @@
  * Built by CMake (BUILD/learn_gpu_bench); bench/harness/learn_gpu_bench.sh runs and plots it.
  * Times: `step_ms`, the median wall time of pc_em_step with the data attached (row indices in,
  * LL out, graph launch, M-step); `pass_ms`, the median GPU time of the pass's CUDA graph alone
- * (src/learn/cuda/em_gpu.h); `forward_ms`, the fuse backend's forward graph
+ * (src/learn/cuda/em_gpu.h), split into `em_forward_ms` (gather and forward), `downward_ms` and
+ * `flows_ms` by graphs that stop earlier; `forward_ms`, the fuse backend's forward graph
  * (pc_testing_time_forward). Progress on stderr; OUT.json written through a rename. */
 #include <math.h>
 #include <stdio.h>
@@ -81,7 +82,7 @@ static double forward_ms(const pc_hclt *m, int b, int reps) {
 
 /* Medians of pc_em_step (wall) and of its pass graph (GPU) for batch b. */
 static void time_steps(pc_em *em, const pc_data *d, const int64_t *rows, int b, int reps,
-                       double *step_ms, double *pass_ms) {
+                       double *step_ms, double *pass_ms) { /* pass_ms [3] */
     double *t = malloc(sizeof(double) * (size_t)reps);
     if (!t) die("out of memory");
     for (int i = 0; i < 3; i++)
@@ -192,14 +193,19 @@ int main(int argc, char **argv) {
                 first = 0;
             }
             for (int bi = 0; !epochs && bi < nb; bi++) {
-                double step = 0, pass = 0;
-                time_steps(em, d, rows, batches[bi], reps, &step, &pass);
-                fprintf(stderr, "K=%-4d b=%-5d %s: step %8.3f ms (pass %8.3f ms), forward %7.3f "
-                                "ms, step/forward %.2f\n",
-                        K, batches[bi], name, step, pass, fwd[bi], step / fwd[bi]);
+                double step = 0, pass[3] = {0};
+                time_steps(em, d, rows, batches[bi], reps, &step, pass);
+                fprintf(stderr, "K=%-4d b=%-5d %s: step %8.3f ms (pass %8.3f ms: forward %.3f, "
+                                "downward %.3f, flows %.3f), engine forward %7.3f ms, "
+                                "step/forward %.2f\n",
+                        K, batches[bi], name, step, pass[2], pass[0], pass[1] - pass[0],
+                        pass[2] - pass[1], fwd[bi], step / fwd[bi]);
                 fprintf(js, "%s\n  {\"kind\": \"step\", \"K\": %d, \"batch\": %d, \"mode\": "
-                            "\"%s\", \"step_ms\": %.5f, \"pass_ms\": %.5f, \"forward_ms\": %.5f}",
-                        first ? "" : ",", K, batches[bi], name, step, pass, fwd[bi]);
+                            "\"%s\", \"step_ms\": %.5f, \"pass_ms\": %.5f, "
+                            "\"em_forward_ms\": %.5f, \"downward_ms\": %.5f, \"flows_ms\": %.5f, "
+                            "\"forward_ms\": %.5f}",
+                        first ? "" : ",", K, batches[bi], name, step, pass[2], pass[0],
+                        pass[1] - pass[0], pass[2] - pass[1], fwd[bi]);
                 first = 0;
             }
             pc_em_free(em);

@@ -39,7 +39,7 @@ pc_status pc_em_gpu_export(const pc_em_gpu *g, pc_hclt *model) {
     (void)g, (void)model;
     return PC_ERR_UNSUPPORTED;
 }
-pc_status pc_em_gpu_time_pass(pc_em_gpu *g, int reps, double *median_ms) {
-    (void)g, (void)reps, (void)median_ms;
+pc_status pc_em_gpu_time_pass(pc_em_gpu *g, int reps, double *ms) {
+    (void)g, (void)reps, (void)ms;
     return PC_ERR_UNSUPPORTED;
 }

@@ -46,10 +46,11 @@ pc_status pc_em_gpu_update(pc_em_gpu *g, double inv_scale, double step, double p
 /* The parameters as natural logs into model (shape and structure checked by the caller). */
 pc_status pc_em_gpu_export(const pc_em_gpu *g, pc_hclt *model);
 
-/* For benchmarks: replays the pass of the last accumulate (its n rows, its data) reps times
- * between CUDA events after one untimed replay, writes the median in milliseconds, and clears
- * the counts the replays added. */
-pc_status pc_em_gpu_time_pass(pc_em_gpu *g, int reps, double *median_ms);
+/* For benchmarks: the pass of the last accumulate (its n rows, its data) as CUDA graphs, each
+ * replayed reps times between CUDA events after one untimed replay: medians in milliseconds
+ * of the gather and forward (ms[0]), those and the downward step (ms[1]), the whole pass with
+ * the flows (ms[2]). Clears the counts the replays added. */
+pc_status pc_em_gpu_time_pass(pc_em_gpu *g, int reps, double *ms);
 
 #ifdef __cplusplus
 }

@@ -165,24 +165,33 @@ fail:
     return st;
 }
 
-/* Gather, the plan's steps, the flows: one pass of n rows from src, queued on g->stream. */
-static pc_status enqueue_pass(pc_em_gpu *g, int64_t n, const pc_em_source &src) {
+/* How much of a pass a graph holds: its forward, also its downward step, or all (the flows). */
+enum pass_stages { STAGE_FORWARD = 1, STAGE_DOWNWARD = 2, STAGE_ALL = 3 };
+
+/* Gather, the plan's steps, the flows: up to `stages` of one pass of n rows from src, queued on
+ * g->stream. */
+static pc_status enqueue_pass(pc_em_gpu *g, int64_t n, const pc_em_source &src, int stages) {
     pc_status st = PC_OK;
     const pc_em_args a = pc_em_gpu_args(g);
     pc_em_ops ops = {g, op_product, op_gemm, op_posterior, NULL, NULL};
     if (g->fused) ops.forward = op_forward, ops.downward = op_downward;
     const dim3 grid((unsigned)((n + 31) / 32), (unsigned)((a.V + 31) / 32)), block(32, 8);
+    const int phases = stages == STAGE_FORWARD ? PC_EM_PASS_FORWARD
+                                               : PC_EM_PASS_FORWARD | PC_EM_PASS_DOWNWARD;
     pc_em_gather<<<grid, block, 0, g->stream>>>(a, n, src.values, src.missing, src.rows,
                                                  g->d_xc, g->d_xct);
     PC_CUDA_CHECK(cudaGetLastError());
-    if ((st = pc_em_plan_pass(g->plan, n, &ops))) return st;
+    if ((st = pc_em_plan_pass(g->plan, n, phases, &ops))) return st;
+    if (stages != STAGE_ALL) return PC_OK;
     return g->f32 ? pass_kernels<float>::flows(g, n) : pass_kernels<double>::flows(g, n);
 fail:
     return st;
 }
 
-static pc_status capture(pc_em_gpu *g, pc_em_graph *slot, int64_t n, int staged,
-                         int has_missing) {
+/* Captures `stages` of a pass of n rows (from the staging buffer or the attached data) into
+ * *exec. */
+static pc_status capture(pc_em_gpu *g, int64_t n, int staged, int has_missing, int stages,
+                         cudaGraphExec_t *exec) {
     pc_status st = PC_OK;
     cudaGraph_t graph = NULL;
     pc_em_source src;
@@ -193,7 +202,7 @@ static pc_status capture(pc_em_gpu *g, pc_em_graph *slot, int64_t n, int staged,
     PC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
     PC_CUDA_CHECK(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
     {
-        const pc_status est = enqueue_pass(g, n, src);
+        const pc_status est = enqueue_pass(g, n, src, stages);
         const cudaError_t e = cudaStreamEndCapture(g->stream, &graph);
         if (est) {
             st = est;
@@ -201,8 +210,7 @@ static pc_status capture(pc_em_gpu *g, pc_em_graph *slot, int64_t n, int staged,
         }
         PC_CUDA_CHECK(e);
     }
-    PC_CUDA_CHECK(cudaGraphInstantiate(&slot->exec, graph, 0));
-    slot->n = n, slot->staged = staged, slot->has_missing = has_missing;
+    PC_CUDA_CHECK(cudaGraphInstantiate(exec, graph, 0));
 fail:
     if (graph) cudaGraphDestroy(graph);
     return st;
@@ -224,7 +232,8 @@ static pc_status get_graph(pc_em_gpu *g, int64_t n, int staged, int has_missing,
     if (!(s->exec && s->n == n && s->staged == staged && s->has_missing == has_missing)) {
         if (s->exec) cudaGraphExecDestroy(s->exec);
         s->exec = NULL;
-        if ((st = capture(g, s, n, staged, has_missing))) return st;
+        if ((st = capture(g, n, staged, has_missing, STAGE_ALL, &s->exec))) return st;
+        s->n = n, s->staged = staged, s->has_missing = has_missing;
     }
     s->used = ++g->clock;
     *exec = s->exec;
@@ -311,20 +320,11 @@ static int cmp_double(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
-extern "C" pc_status pc_em_gpu_time_pass(pc_em_gpu *g, int reps, double *median_ms) {
+/* The median of reps timed replays of exec (after one untimed one), in milliseconds. */
+static pc_status time_replays(pc_em_gpu *g, cudaGraphExec_t exec, int reps, double *times,
+                              double *median_ms) {
     pc_status st = PC_OK;
-    int prev = 0;
     cudaEvent_t t0 = NULL, t1 = NULL;
-    cudaGraphExec_t exec = NULL;
-    if (g->last_n < 1 || reps < 1)
-        return pc_fail(PC_ERR_ARG, "GPU EM timing: no pass run yet, or reps = %d", reps);
-    double *times = (double *)malloc(sizeof(double) * (size_t)reps);
-    if (!times) return pc_fail(PC_ERR_NOMEM, "GPU EM timing: out of host memory");
-    if ((st = pc_em_gpu_enter(g, &prev))) {
-        free(times);
-        return st;
-    }
-    if ((st = get_graph(g, g->last_n, g->last_staged, g->last_missing, &exec))) goto out;
     PC_CUDA_CHECK(cudaEventCreate(&t0));
     PC_CUDA_CHECK(cudaEventCreate(&t1));
     PC_CUDA_CHECK(cudaGraphLaunch(exec, g->stream));
@@ -339,13 +339,37 @@ extern "C" pc_status pc_em_gpu_time_pass(pc_em_gpu *g, int reps, double *median_
     }
     qsort(times, (size_t)reps, sizeof(double), cmp_double);
     *median_ms = times[reps / 2];
-    st = pc_em_gpu_clear_counts(g);
-    goto out;
 fail:
-    cudaStreamSynchronize(g->stream);
-out:
     if (t0) cudaEventDestroy(t0);
     if (t1) cudaEventDestroy(t1);
+    return st;
+}
+
+extern "C" pc_status pc_em_gpu_time_pass(pc_em_gpu *g, int reps, double *ms) {
+    pc_status st = PC_OK;
+    int prev = 0;
+    cudaGraphExec_t part = NULL, whole = NULL;
+    if (g->last_n < 1 || reps < 1)
+        return pc_fail(PC_ERR_ARG, "GPU EM timing: no pass run yet, or reps = %d", reps);
+    double *times = (double *)malloc(sizeof(double) * (size_t)reps);
+    if (!times) return pc_fail(PC_ERR_NOMEM, "GPU EM timing: out of host memory");
+    if ((st = pc_em_gpu_enter(g, &prev))) {
+        free(times);
+        return st;
+    }
+    for (int stages = STAGE_FORWARD; stages <= STAGE_DOWNWARD && st == PC_OK; stages++) {
+        if ((st = capture(g, g->last_n, g->last_staged, g->last_missing, stages, &part)) ||
+            (st = time_replays(g, part, reps, times, &ms[stages - 1])))
+            break;
+        cudaGraphExecDestroy(part);
+        part = NULL;
+    }
+    if (st == PC_OK &&
+        (st = get_graph(g, g->last_n, g->last_staged, g->last_missing, &whole)) == PC_OK &&
+        (st = time_replays(g, whole, reps, times, &ms[2])) == PC_OK)
+        st = pc_em_gpu_clear_counts(g);
+    if (part) cudaGraphExecDestroy(part);
+    if (st) cudaStreamSynchronize(g->stream);
     pc_em_gpu_leave(g, prev);
     free(times);
     return st;

@@ -116,14 +116,14 @@ pc_em_gemm pc_em_plan_gemm(const pc_em_plan *p, int64_t n, int32_t g0, int32_t g
     return op;
 }
 
-pc_status pc_em_plan_pass(const pc_em_plan *p, int64_t n, const pc_em_ops *ops) {
+pc_status pc_em_plan_pass(const pc_em_plan *p, int64_t n, int phases, const pc_em_ops *ops) {
     if (n < 1 || n > p->chunk)
         return pc_fail(PC_ERR_ARG, "GPU EM pass: %lld rows, the buffers hold %lld",
                        (long long)n, (long long)p->chunk);
     const int32_t *ls = p->circuit->layer_start, root = p->G - 1;
     const int fused = ops->forward && ops->downward;
     pc_status st = PC_OK;
-    for (int32_t l = 0; l < p->L && st == PC_OK; l++) {
+    for (int32_t l = 0; l < p->L && st == PC_OK && (phases & PC_EM_PASS_FORWARD); l++) {
         const int32_t g0 = ls[l], g1 = ls[l + 1], ge = g1 < root ? g1 : root;
         if (fused) {
             st = ops->forward(ops->ctx, n, g0, g1);
@@ -135,7 +135,7 @@ pc_status pc_em_plan_pass(const pc_em_plan *p, int64_t n, const pc_em_ops *ops) 
             st = ops->gemm(ops->ctx, &op);
         }
     }
-    for (int32_t l = p->L - 1; l >= 0 && st == PC_OK; l--) {
+    for (int32_t l = p->L - 1; l >= 0 && st == PC_OK && (phases & PC_EM_PASS_DOWNWARD); l--) {
         const int32_t g0 = ls[l], g1 = ls[l + 1], ge = g1 < root ? g1 : root;
         if (fused) {
             st = ops->downward(ops->ctx, n, g0, g1);

@@ -102,9 +102,14 @@ typedef struct pc_em_ops {
  * messages S = E W^T, 1 the flows F = A^T E, 2 the downward U = A W. */
 pc_em_gemm pc_em_plan_gemm(const pc_em_plan *plan, int64_t n, int32_t g0, int32_t g1, int which);
 
-/* Runs one pass over n (1 <= n <= chunk) gathered rows through ops: forward and downward per
- * layer when ops has them, else products, GEMMs and posteriors. */
-pc_status pc_em_plan_pass(const pc_em_plan *plan, int64_t n, const pc_em_ops *ops);
+/* What a pass runs: the forward (up to log p(x)) and the downward step (posteriors, ratios and
+ * what the flows read); a benchmark times them apart. */
+#define PC_EM_PASS_FORWARD 1
+#define PC_EM_PASS_DOWNWARD 2
+
+/* Runs the `phases` of one pass over n (1 <= n <= chunk) gathered rows through ops: forward and
+ * downward per layer when ops has them, else products, GEMMs and posteriors. */
+pc_status pc_em_plan_pass(const pc_em_plan *plan, int64_t n, int phases, const pc_em_ops *ops);
 
 /* The model's parameters as probabilities in the plan's layouts: root [K]; trans [G - 1][K][K]
  * by group; input [V][C + 1][K], whose row C (a missing value) is all ones. */
