@@ -16,7 +16,6 @@
 
 #include "hclt_random.h"
 #include "learn_models.h"
-#include "mnist_find.h"
 #include "pc/learn.h"
 #include "testutil.h"
 
@@ -60,18 +59,9 @@ static pc_hclt *run_em(const pc_hclt *m, const pc_data *d, const int64_t *rows, 
  * FP64 within 1e-5 (it is ~1e-10: the CPU rounds counts per sample), FP32 within 1e-4. */
 static void test_shipped_model_step(void **state) {
     (void)state;
-    char path[4096], model_path[4096];
-    const char *src = getenv("PC_SOURCE_DIR");
-    snprintf(model_path, sizeof model_path, "%s/models/mnist.h5", src ? src : ".");
     pc_hclt *m = NULL;
-    if (pc_hclt_load(model_path, &m) != PC_OK ||
-        pc_tool_find_mnist(NULL, "train-images-idx3-ubyte.gz", path, sizeof path) != PC_OK) {
-        printf("skipped: %s\n", pc_last_error());
-        pc_hclt_free(m);
-        skip();
-    }
     pc_data *d = NULL;
-    assert_int_equal(pc_data_load_idx(path, &d), PC_OK);
+    if (!pc_lm_shipped(&m, &d)) skip();
     int64_t rows[512];
     for (int i = 0; i < 512; i++) rows[i] = pc_hr_int(0, d->count - 1);
     const pc_em_opts cpu = {0}, gpu64 = {.device = PC_EM_CUDA}, gpu32 = {.device = PC_EM_CUDA,

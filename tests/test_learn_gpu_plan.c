@@ -17,7 +17,6 @@
 
 #include "hclt_random.h"
 #include "learn/cuda/em_plan.h"
-#include "mnist_find.h"
 #include "learn_models.h"
 #include "pc/learn.h"
 #include "testutil.h"
@@ -373,18 +372,9 @@ static void test_pass_matches_cpu_em(void **state) {
  * Skipped without the model or MNIST. */
 static void test_shipped_model_f32(void **state) {
     (void)state;
-    char path[4096], model_path[4096];
-    const char *src = getenv("PC_SOURCE_DIR");
-    snprintf(model_path, sizeof model_path, "%s/models/mnist.h5", src ? src : ".");
     pc_hclt *m = NULL;
-    if (pc_hclt_load(model_path, &m) != PC_OK ||
-        pc_tool_find_mnist(NULL, "train-images-idx3-ubyte.gz", path, sizeof path) != PC_OK) {
-        printf("skipped: %s\n", pc_last_error());
-        pc_hclt_free(m);
-        skip();
-    }
     pc_data *all = NULL;
-    assert_int_equal(pc_data_load_idx(path, &all), PC_OK);
+    if (!pc_lm_shipped(&m, &all)) skip();
     int64_t rows[512];
     for (int i = 0; i < 512; i++) rows[i] = pc_hr_int(0, all->count - 1);
     double ll64 = 1, ll32 = 1;

@@ -109,23 +109,27 @@ template <typename T> struct pass_kernels {
     }
 };
 
-static pc_status op_product(void *ctx, int64_t n, int32_t g0, int32_t g1) {
+/* Row kernels (fused = 0) or the fused layer kernels (1), up (which = 0) or down (1). */
+static pc_status launch(void *ctx, int fused, int which, int64_t n, int32_t g0, int32_t g1) {
     pc_em_gpu *g = (pc_em_gpu *)ctx;
-    return g->f32 ? pass_kernels<float>::rows(g, 0, n, g0, g1)
-                  : pass_kernels<double>::rows(g, 0, n, g0, g1);
+    if (fused)
+        return g->f32 ? pass_kernels<float>::fused_layer(g, which, n, g0, g1)
+                      : pass_kernels<double>::fused_layer(g, which, n, g0, g1);
+    return g->f32 ? pass_kernels<float>::rows(g, which, n, g0, g1)
+                  : pass_kernels<double>::rows(g, which, n, g0, g1);
+}
+
+static pc_status op_product(void *ctx, int64_t n, int32_t g0, int32_t g1) {
+    return launch(ctx, 0, 0, n, g0, g1);
 }
 
 static pc_status op_posterior(void *ctx, int64_t n, int32_t g0, int32_t g1) {
-    pc_em_gpu *g = (pc_em_gpu *)ctx;
-    return g->f32 ? pass_kernels<float>::rows(g, 1, n, g0, g1)
-                  : pass_kernels<double>::rows(g, 1, n, g0, g1);
+    return launch(ctx, 0, 1, n, g0, g1);
 }
 
 /* Fused forward: the whole layer. */
 static pc_status op_forward(void *ctx, int64_t n, int32_t g0, int32_t g1) {
-    pc_em_gpu *g = (pc_em_gpu *)ctx;
-    return g->f32 ? pass_kernels<float>::fused_layer(g, 0, n, g0, g1)
-                  : pass_kernels<double>::fused_layer(g, 0, n, g0, g1);
+    return launch(ctx, 1, 0, n, g0, g1);
 }
 
 /* Fused downward: the root by the posterior kernel, the other groups in one launch. */
@@ -134,9 +138,7 @@ static pc_status op_downward(void *ctx, int64_t n, int32_t g0, int32_t g1) {
     const int32_t root = g->plan->G - 1, ge = g1 < root ? g1 : root;
     pc_status st = PC_OK;
     if (g1 > root && (st = op_posterior(ctx, n, root, g1))) return st;
-    if (ge <= g0) return PC_OK;
-    return g->f32 ? pass_kernels<float>::fused_layer(g, 1, n, g0, ge)
-                  : pass_kernels<double>::fused_layer(g, 1, n, g0, ge);
+    return ge > g0 ? launch(ctx, 1, 1, n, g0, ge) : PC_OK;
 }
 
 static pc_status op_gemm(void *ctx, const pc_em_gemm *op) {

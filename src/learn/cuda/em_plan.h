@@ -33,7 +33,13 @@
 extern "C" {
 #endif
 
-typedef enum pc_em_buf { PC_EM_BUF_W, PC_EM_BUF_E, PC_EM_BUF_S, PC_EM_BUF_U, PC_EM_BUF_F } pc_em_buf;
+typedef enum pc_em_buf {
+    PC_EM_BUF_W,
+    PC_EM_BUF_E,
+    PC_EM_BUF_S,
+    PC_EM_BUF_U,
+    PC_EM_BUF_F
+} pc_em_buf;
 #define PC_EM_BUFS 5
 
 /* Threads of a block of the row kernels. */
