@@ -283,9 +283,11 @@ static double step_vs_cpu(const pc_hclt *m, const pc_data *d, const int64_t *row
 /* The plan's derived arrays and layouts on random models. */
 static void test_plan_layout(void **state) {
     (void)state;
-    for (int trial = 0; trial < 8; trial++) {
-        const int32_t V = (int32_t)pc_hr_int(1, 20), C = (int32_t)pc_hr_int(2, 6);
-        const int32_t K = (int32_t)pc_hr_int(1, 9);
+    for (int trial = 0; trial < 9; trial++) {
+        /* the last: wide layers, so that iter reaches its top within the n tried */
+        const int32_t V = trial < 8 ? (int32_t)pc_hr_int(1, 20) : 300;
+        const int32_t C = (int32_t)pc_hr_int(2, 6);
+        const int32_t K = trial < 8 ? (int32_t)pc_hr_int(1, 9) : 32;
         pc_hclt *m = pc_hr_model(V, C, K, 0.3, trial & 1);
         pc_em_plan *p = NULL;
         assert_int_equal(pc_em_plan_create(m, 0, &p), PC_ERR_ARG);
@@ -306,14 +308,27 @@ static void test_plan_layout(void **state) {
         assert_int_equal(pc_em_plan_elems(p, PC_EM_BUF_E), (int64_t)p->G * 37 * K);
         assert_int_equal(pc_em_plan_elems(p, PC_EM_BUF_U), (int64_t)widest * 37 * K);
         assert_true(pc_em_plan_bytes(p, 74, 4) > pc_em_plan_bytes(p, 37, 4));
-        /* the fused path (K <= 32 here): tiles of (256 / tw) * 8 rows, tw = K rounded up */
+        /* the fused path (K <= 32 here): tw = K rounded up to a power of two, tiles of
+         * (256 / tw) * iter rows, iter rising with n; P holds the most tiles of any n */
         int32_t tw = 1;
         while (tw < K) tw *= 2;
         assert_true(pc_em_plan_fused(p));
-        assert_int_equal(pc_em_plan_tile_rows(p), 256 / tw * 8);
-        const int64_t tiles = (1000 + 256 / tw * 8 - 1) / (256 / tw * 8);
-        assert_int_equal(pc_em_plan_partial_elems(p, 1000), (int64_t)(p->G - 1) * tiles * K * K);
-        assert_true(pc_em_plan_bytes(p, 37, 8) > pc_em_plan_bytes(p, 37, 4));
+        assert_int_equal(pc_em_plan_lanes(p), tw);
+        int64_t most = 0;
+        int32_t last_iter = 1;
+        for (int64_t n = 1; n <= 20000; n++) {
+            const int32_t it = pc_em_plan_fused_iter(p, n);
+            assert_true(it >= last_iter && it <= PC_EM_FUSED_MAX_ITER);
+            last_iter = it;
+            const int64_t tile = (int64_t)(256 / tw) * it, tiles = pc_em_plan_tiles(p, n);
+            assert_int_equal(tiles, (n + tile - 1) / tile);
+            most = tiles > most ? tiles : most;
+            if (n == 1000 || n == 20000)
+                assert_int_equal(pc_em_plan_partial_elems(p, n),
+                                 (int64_t)(p->G - 1) * most * K * K);
+        }
+        assert_int_equal(pc_em_plan_fused_iter(p, 1), 1);
+        if (trial == 8) assert_int_equal(last_iter, PC_EM_FUSED_MAX_ITER);
         /* pack then unpack: the same parameters, in a fresh model */
         const int64_t T = p->G - 1;
         double *root = pc_test_alloc((size_t)K * 8);

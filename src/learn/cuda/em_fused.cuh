@@ -2,9 +2,9 @@
  *
  * At small K a pass is a chain of tiny steps, ~42 layers up and down for MNIST, and launches
  * dominate: the product, GEMM and posterior kernels of a layer become one forward and one
- * downward kernel here. A block takes one group and a tile of TILE = (256 / TW) * ITER rows,
- * a row to a sub-warp of TW lanes (TW = K rounded up to a power of two), lane k holding state
- * k. W_g sits in shared memory as FP64; a lane gets the others' values of its row by shuffles.
+ * downward kernel here. A block takes one group and a tile of (256 / TW) * iter rows (em_plan.h:
+ * iter from the pass's rows), a row to a sub-warp of TW lanes (TW = K rounded up to a power of
+ * two), lane k holding state k. W_g sits in shared memory as FP64; a lane gets the others' values of its row by shuffles.
  *
  * Forward, row b of group g: e = scaled product (as pc_em_product), then the message
  * s(j) = sum_k W[j][k] e(k) in k order, lane j. Downward: lane j holds a(j) (the ratio in S),
@@ -23,8 +23,8 @@
  * (alone in its layer) writes log p(x) instead of a message. */
 template <typename T, int TW>
 __global__ void __launch_bounds__(PC_EM_THREADS)
-    pc_em_fused_forward(pc_em_args a, int64_t n, int32_t g0, const T *input, T *E, T *S,
-                        const T *W) {
+    pc_em_fused_forward(pc_em_args a, int64_t n, int32_t iter, int32_t g0, const T *input, T *E,
+                        T *S, const T *W) {
     extern __shared__ double wt[]; /* wt[k * K + j] = W_g[j][k] */
     const int K = a.K, lane = threadIdx.x % TW, sub = threadIdx.x / TW;
     const int subs = PC_EM_THREADS / TW;
@@ -37,8 +37,8 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
     __syncthreads();
     const int32_t vb = a.var_start[g], ve = a.var_start[g + 1];
     const int32_t cb = a.child_start[g], ce = a.child_start[g + 1];
-    for (int it = 0; it < PC_EM_FUSED_ITER; it++) {
-        const int64_t row = ((int64_t)blockIdx.x * PC_EM_FUSED_ITER + it) * subs + sub;
+    for (int it = 0; it < iter; it++) {
+        const int64_t row = ((int64_t)blockIdx.x * iter + it) * subs + sub;
         const bool live = row < n;
         const int64_t b = live ? row : 0;
         double v = 0;
@@ -82,8 +82,8 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
  * (W_g, then the block's flows). P is [G - 1][tiles][K][K]. */
 template <typename T, int TW>
 __global__ void __launch_bounds__(PC_EM_THREADS)
-    pc_em_fused_downward(pc_em_args a, int64_t n, int32_t g0, T *E, T *S, const T *W,
-                         double *P, int64_t tiles) {
+    pc_em_fused_downward(pc_em_args a, int64_t n, int32_t iter, int32_t g0, T *E, T *S,
+                         const T *W, double *P, int64_t tiles) {
     extern __shared__ double sh[];
     const int K = a.K, lane = threadIdx.x % TW, sub = threadIdx.x / TW;
     const int subs = PC_EM_THREADS / TW;
@@ -99,8 +99,8 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
     double f[TW]; /* f[j]: this sub-warp's sum of a(j) e(lane) */
 #pragma unroll
     for (int j = 0; j < TW; j++) f[j] = 0;
-    for (int it = 0; it < PC_EM_FUSED_ITER; it++) {
-        const int64_t row = ((int64_t)blockIdx.x * PC_EM_FUSED_ITER + it) * subs + sub;
+    for (int it = 0; it < iter; it++) {
+        const int64_t row = ((int64_t)blockIdx.x * iter + it) * subs + sub;
         const bool live = row < n;
         const int64_t at = ((int64_t)g * ch + (live ? row : 0)) * K + lane;
         const double ratio = live && lane < K ? (double)S[at] : 0.0;

@@ -51,8 +51,7 @@ pc_em_args pc_em_gpu_args(const pc_em_gpu *g) {
     a.xc = g->d_xc, a.xct = g->d_xct, a.off = g->d_off, a.logp = g->d_logp;
     a.chunk = p->chunk;
     a.V = p->V, a.C = p->C, a.K = p->K, a.G = p->G;
-    a.tw = 1;
-    while (a.tw < 32 && a.tw < p->K) a.tw *= 2;
+    a.tw = pc_em_plan_lanes(p);
     return a;
 }
 

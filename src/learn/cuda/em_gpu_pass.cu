@@ -15,17 +15,18 @@ template <typename T> struct pass_kernels {
     static pc_status fused(pc_em_gpu *g, const pc_em_args &a, int which, int64_t n, int32_t g0,
                            int32_t g1) {
         pc_status st = PC_OK;
-        const int64_t tile = pc_em_plan_tile_rows(g->plan), tiles = (n + tile - 1) / tile;
+        const int32_t iter = pc_em_plan_fused_iter(g->plan, n);
+        const int64_t tiles = pc_em_plan_tiles(g->plan, n);
         const size_t kk = (size_t)a.K * a.K * sizeof(double);
         const dim3 grid((unsigned)tiles, (unsigned)(g1 - g0));
         T *E = (T *)g->d_buf[PC_EM_BUF_E], *S = (T *)g->d_buf[PC_EM_BUF_S];
         const T *W = (const T *)g->d_buf[PC_EM_BUF_W];
         if (which == 0)
             pc_em_fused_forward<T, TW><<<grid, PC_EM_THREADS, kk, g->stream>>>(
-                a, n, g0, (const T *)g->d_input_c, E, S, W);
+                a, n, iter, g0, (const T *)g->d_input_c, E, S, W);
         else
             pc_em_fused_downward<T, TW><<<grid, PC_EM_THREADS, 2 * kk, g->stream>>>(
-                a, n, g0, E, S, W, g->d_partial, tiles);
+                a, n, iter, g0, E, S, W, g->d_partial, tiles);
         PC_CUDA_CHECK(cudaGetLastError());
     fail:
         return st;
@@ -86,7 +87,7 @@ template <typename T> struct pass_kernels {
         const int64_t inputs = (int64_t)a.V * segs * a.K;
         const int64_t trans = (int64_t)(a.G - 1) * a.K * a.K;
         const unsigned tgrid = (unsigned)((trans + PC_EM_THREADS - 1) / PC_EM_THREADS);
-        const int64_t tile = pc_em_plan_tile_rows(g->plan);
+        const int64_t tiles = pc_em_plan_tiles(g->plan, n);
         pc_em_root_flows<T><<<a.K, PC_EM_THREADS, 0, g->stream>>>(a, n, E, g->d_n_root,
                                                                   g->d_scale);
         PC_CUDA_CHECK(cudaGetLastError());
@@ -96,7 +97,7 @@ template <typename T> struct pass_kernels {
         PC_CUDA_CHECK(cudaGetLastError());
         if (trans > 0 && g->fused) {
             pc_em_fused_trans_flows<<<tgrid, PC_EM_THREADS, 0, g->stream>>>(
-                trans, a.K * a.K, g->d_partial, (n + tile - 1) / tile, g->d_trans, g->d_n_trans,
+                trans, a.K * a.K, g->d_partial, tiles, g->d_trans, g->d_n_trans,
                 g->d_scale);
             PC_CUDA_CHECK(cudaGetLastError());
         } else if (trans > 0) {

@@ -78,16 +78,42 @@ double pc_em_plan_bytes(const pc_em_plan *p, int64_t chunk, int elem) {
 
 int pc_em_plan_fused(const pc_em_plan *p) { return p->K <= PC_EM_FUSED_MAX_K; }
 
-int64_t pc_em_plan_tile_rows(const pc_em_plan *p) {
+int32_t pc_em_plan_lanes(const pc_em_plan *p) {
     int32_t tw = 1;
     while (tw < p->K && tw < 32) tw *= 2;
-    return (int64_t)(PC_EM_ROW_THREADS / tw) * PC_EM_FUSED_ITER;
+    return tw;
+}
+
+int32_t pc_em_plan_fused_iter(const pc_em_plan *p, int64_t n) {
+    const int64_t subs = PC_EM_ROW_THREADS / pc_em_plan_lanes(p);
+    /* rows of a layer of average width G / L, over the rows one wave of blocks takes at once */
+    const double waves = (double)n * p->G / ((double)p->L * subs * PC_EM_FUSED_BLOCKS);
+    const int64_t iter = (int64_t)ceil(waves);
+    return (int32_t)(iter < 1 ? 1 : iter > PC_EM_FUSED_MAX_ITER ? PC_EM_FUSED_MAX_ITER : iter);
+}
+
+int64_t pc_em_plan_tiles(const pc_em_plan *p, int64_t n) {
+    const int64_t tile = (int64_t)(PC_EM_ROW_THREADS / pc_em_plan_lanes(p)) *
+                         pc_em_plan_fused_iter(p, n);
+    return (n + tile - 1) / tile;
 }
 
 int64_t pc_em_plan_partial_elems(const pc_em_plan *p, int64_t chunk) {
     if (!pc_em_plan_fused(p)) return 0;
-    const int64_t tile = pc_em_plan_tile_rows(p), tiles = (chunk + tile - 1) / tile;
-    return (int64_t)(p->G - 1) * tiles * p->K * p->K;
+    /* tiles(n) rises with n while iter stays, falls where iter steps up: its largest value
+     * over n <= chunk is at the last n of some iter, or at chunk */
+    const int64_t subs = PC_EM_ROW_THREADS / pc_em_plan_lanes(p);
+    int64_t most = pc_em_plan_tiles(p, chunk);
+    for (int32_t it = 1; it < PC_EM_FUSED_MAX_ITER; it++) {
+        int64_t n = (int64_t)floor((double)it * p->L * subs * PC_EM_FUSED_BLOCKS / p->G);
+        while (n > 1 && pc_em_plan_fused_iter(p, n) > it) n--; /* rounding of the bound */
+        while (n < chunk && pc_em_plan_fused_iter(p, n + 1) <= it) n++;
+        if (n >= 1 && n <= chunk) {
+            const int64_t t = pc_em_plan_tiles(p, n);
+            most = t > most ? t : most;
+        }
+    }
+    return (int64_t)(p->G - 1) * most * p->K * p->K;
 }
 
 pc_em_gemm pc_em_plan_gemm(const pc_em_plan *p, int64_t n, int32_t g0, int32_t g1, int which) {

@@ -46,10 +46,15 @@ typedef enum pc_em_buf {
 #define PC_EM_ROW_THREADS 256
 /* Small K (<= 32) runs each layer as one fused forward and one fused downward kernel
  * (em_fused.cuh) instead of products, GEMMs and posteriors; a block takes one group and a tile
- * of (256 / tw) * 8 rows (tw = K rounded up to a power of two), and leaves the tile's flows in
- * P [G - 1][tiles][K][K] (FP64), which the pass's end sums in tile order. */
+ * of (256 / tw) * iter rows (tw = K rounded up to a power of two, a row to tw lanes; iter rows
+ * one after the other per sub-warp) and leaves the tile's flows in P [G - 1][tiles][K][K]
+ * (FP64), which the pass's end sums in tile order. iter grows with the pass's rows so that a
+ * layer of average width fills about PC_EM_FUSED_BLOCKS blocks (one wave on an H200): few
+ * rows in a row keep a layer's latency short, more rows per block keep P small. It depends on
+ * the model and n only, not on the GPU, so the sums' order does not either. */
 #define PC_EM_FUSED_MAX_K 32
-#define PC_EM_FUSED_ITER 8
+#define PC_EM_FUSED_MAX_ITER 8
+#define PC_EM_FUSED_BLOCKS 1024
 
 typedef struct pc_em_plan {
     pc_circuit *circuit; /* owned */
@@ -66,10 +71,13 @@ void pc_em_plan_free(pc_em_plan *plan);
 /* Elements of a buffer. */
 int64_t pc_em_plan_elems(const pc_em_plan *plan, pc_em_buf buf);
 
-/* The fused path: whether the plan takes it (K <= PC_EM_FUSED_MAX_K), rows per tile, and the
- * elements of P for passes of `chunk` rows (0 when not fused). */
+/* The fused path: whether the plan takes it (K <= PC_EM_FUSED_MAX_K); lanes per row (tw); rows
+ * per sub-warp (iter) and tiles for a pass of n rows; the elements of P for any pass of up to
+ * `chunk` rows (0 when not fused). */
 int pc_em_plan_fused(const pc_em_plan *plan);
-int64_t pc_em_plan_tile_rows(const pc_em_plan *plan);
+int32_t pc_em_plan_lanes(const pc_em_plan *plan);
+int32_t pc_em_plan_fused_iter(const pc_em_plan *plan, int64_t n);
+int64_t pc_em_plan_tiles(const pc_em_plan *plan, int64_t n);
 int64_t pc_em_plan_partial_elems(const pc_em_plan *plan, int64_t chunk);
 
 /* Device bytes GPU EM needs for passes of `chunk` rows in a compute type of `elem` bytes: the
