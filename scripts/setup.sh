@@ -6,8 +6,11 @@ set -euo pipefail
 # python3-dev, -numpy, -pytest: the Python package's module and tests (python/), for the
 # system's python3; CMake takes the first python3 on PATH that has NumPy and pytest, else this.
 # clang and libclang-rt-dev (libFuzzer): the fuzz tests (fuzz/README.md), skipped without them.
+# libopenmpi-dev, openmpi-bin: data-parallel EM and scoring over MPI ranks (PC_MPI).
+# dataset-fashion-mnist: the second data set, in /usr/share/datasets/fashion-mnist.
 packages=(cmake make gcc binutils pkg-config libhdf5-dev libcmocka-dev zlib1g-dev
-  python3-dev python3-numpy python3-pytest clang libclang-rt-dev)
+  python3-dev python3-numpy python3-pytest clang libclang-rt-dev
+  libopenmpi-dev openmpi-bin dataset-fashion-mnist)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

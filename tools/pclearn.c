@@ -2,12 +2,15 @@
  *
  *   pclearn --latents K [--epochs E] [--batch N] [--full-epochs F] [--pseudocount A]
  *           [--step-start A0] [--step-end A1] [--bins B] [--mi-rows M] [--data FILE]
- *           [--valid FILE] [--seed S] [--threads T] [--f64] -o MODEL.h5
+ *           [--valid FILE] [--seed S] [--threads T] [--f64] [--device cpu|cuda] [--em-f32]
+ *           [--json] -o MODEL.h5
+ *   mpirun -np R pclearn ...   data-parallel EM over R processes (one GPU each with --device
+ *                              cuda), the same model as one process's; rank 0 writes it
  *
- * Progress (one line per epoch) goes to stderr, the summary to stdout. Exit status: 0 done,
- * 1 error, 2 usage. The output is opened (checked, its temporary file made) before the data is
- * read, so a bad -o fails at once instead of after training; the model is written complete or
- * not at all, never over an input.
+ * Progress (one line per epoch: step sizes, train LL, time) goes to stderr, the summary to
+ * stdout (one JSON object with --json). Exit status: 0 done, 1 error, 2 usage. The output is
+ * opened (checked, its temporary file made) before the data is read, so a bad -o fails at once
+ * instead of after training; the model is written complete or not at all, never over an input.
  */
 #include <errno.h>
 #include <math.h>
@@ -23,15 +26,25 @@
 #include "pc/learn.h"
 #include "pc/rng.h"
 
-#include "mnist_find.h"
+#include "learn_device.h"
+#include "mpi_ranks.h"
+#include "dataset_find.h"
 
 typedef struct options {
     long latents, epochs, batch, full_epochs, bins, mi_rows, threads;
     double pseudocount, step_start, step_end;
     unsigned long long seed;
-    const char *data, *valid, *out;
-    int f64;
+    const char *data, *valid, *out, *dataset;
+    int f64, em_f32, json;
+    int quiet; /* no progress lines: an MPI rank other than 0 */
+    pc_em_device device;
 } options;
+
+/* One epoch's progress line, kept for --json. */
+typedef struct epoch_stat {
+    int full;
+    double step_first, step_last, mean_ll, seconds;
+} epoch_stat;
 
 static const char usage_text[] =
     "usage: pclearn --latents K [options] -o MODEL.h5\n"
@@ -44,12 +57,18 @@ static const char usage_text[] =
     "  --step-end A1      step size at the last batch, linear in between (default 0.1)\n"
     "  --bins B           value bins for the mutual information (default 16)\n"
     "  --mi-rows M        rows sampled for the mutual information, 0 = all (default 20000)\n"
-    "  --data FILE        training data, IDX (.gz) (default: MNIST training images)\n"
-    "  --valid FILE       test data scored at the end (default: MNIST test images, if\n"
+    "  --dataset NAME     data set whose files are found by name: mnist (default) or\n"
+    "                     fashion-mnist (datasets/README.md says where they are looked for)\n"
+    "  --data FILE        training data, IDX (.gz) (default: the data set's training images)\n"
+    "  --valid FILE       test data scored at the end (default: its test images, if\n"
     "                     found, when --data is not given)\n"
     "  --seed S           random seed (default 1)\n"
     "  --threads T        OpenMP threads (default: all cores)\n"
     "  --f64              store parameters as float64 (default float32)\n"
+    "  --device D         where EM runs: cpu (default) or cuda (a GPU; scoring there too)\n"
+    "  --em-f32           cuda: FP32 values and messages in EM (faster; parameters within\n"
+    "                     about 2e-5 of FP64's after a step); default FP64\n"
+    "  --json             print the summary as one JSON object\n"
     "  -o MODEL.h5        output model (written to a temporary name, then renamed)\n";
 
 static void usage(FILE *f) { fputs(usage_text, f); }
@@ -90,15 +109,16 @@ static int parse_args(int argc, char **argv, options *o) {
                    .pseudocount = 0.1,
                    .step_start = 0.9,
                    .step_end = 0.1,
-                   .seed = 1};
+                   .seed = 1,
+                   .dataset = "mnist"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             exit(0);
         }
-        if (!strcmp(a, "--f64")) {
-            o->f64 = 1;
+        if (!strcmp(a, "--f64") || !strcmp(a, "--em-f32") || !strcmp(a, "--json")) {
+            *(!strcmp(a, "--f64") ? &o->f64 : !strcmp(a, "--em-f32") ? &o->em_f32 : &o->json) = 1;
             continue;
         }
         if (i + 1 >= argc) {
@@ -137,6 +157,12 @@ static int parse_args(int argc, char **argv, options *o) {
             o->valid = v;
         else if (!strcmp(a, "-o"))
             o->out = v;
+        else if (!strcmp(a, "--dataset"))
+            o->dataset = v;
+        else if (!strcmp(a, "--device")) {
+            ok = pc_tool_em_device(v, &o->device);
+            if (!ok) fprintf(stderr, "pclearn: --device '%s' is neither cpu nor cuda\n", v);
+        }
         else {
             fprintf(stderr, "pclearn: unknown option %s\n", a);
             ok = 0;
@@ -166,11 +192,13 @@ static int call_failed(const char *what) {
     return 1;
 }
 
-/* The path of the data: `path`, or when it is NULL the MNIST file `mnist_name`, into used. */
-static int find_data(const char *path, const char *mnist_name, char *used, size_t n) {
+/* The path of the data: `path`, or when it is NULL the file `file_name` of the data set
+ * `dataset`, into used. */
+static int find_data(const char *path, const char *dataset, const char *file_name, char *used,
+                     size_t n) {
     if (path) {
         snprintf(used, n, "%s", path);
-    } else if (pc_tool_find_mnist(NULL, mnist_name, used, n) != PC_OK) {
+    } else if (pc_tool_find_dataset(dataset, file_name, used, n) != PC_OK) {
         fprintf(stderr, "pclearn: finding the data: %s\n", used);
         return 1;
     }
@@ -181,14 +209,14 @@ static int load_data(const char *path, pc_data **out) {
     return pc_data_load_idx(path, out) != PC_OK ? call_failed("reading the data") : 0;
 }
 
-/* Mean log p(x) in nats over the data. */
-static int mean_loglik(const pc_hclt *m, const pc_data *d, double *mean) {
+/* Mean log p(x) in nats over the data, on the device EM ran on. */
+static int mean_loglik(const pc_hclt *m, const pc_data *d, pc_em_device device, double *mean) {
     double *lp = malloc((size_t)d->count * sizeof *lp);
     if (!lp) {
         fprintf(stderr, "pclearn: out of memory for %lld log-likelihoods\n", (long long)d->count);
         return 1;
     }
-    if (pc_learn_loglik(m, d, lp) != PC_OK) {
+    if (pc_tool_score_rows(m, d, 0, d->count, device, lp) != PC_OK) {
         free(lp);
         return call_failed("scoring");
     }
@@ -203,8 +231,9 @@ static double bits_per_dim(double mean_ll, int32_t width) {
     return -mean_ll / ((double)width * log(2.0));
 }
 
-/* Mini-batch epochs with a linearly decaying step, then full-batch epochs. */
-static int train(const options *o, pc_em *em, const pc_data *d) {
+/* Mini-batch epochs with a linearly decaying step, then full-batch epochs; each epoch's line
+ * into stats [epochs + full_epochs]. */
+static int train(const options *o, pc_em *em, const pc_data *d, epoch_stat *stats) {
     const int64_t n = d->count;
     int64_t *rows = malloc((size_t)n * sizeof *rows);
     if (!rows) {
@@ -244,7 +273,9 @@ static int train(const options *o, pc_em *em, const pc_data *d) {
             ll += part;
         }
         const double mean = ll / (double)n;
-        fprintf(
+        stats[ep - 1] = (epoch_stat){full, step_first, step, mean, now_s() - t0};
+        if (!o->quiet)
+            fprintf(
             stderr,
             "epoch %3ld/%ld %s  step %.3f..%.3f  train LL %.3f nats/image  %.4f bits/dim  %.1f s\n",
             ep, o->epochs + o->full_epochs, full ? "full " : "batch", step_first, step, mean,
@@ -254,11 +285,89 @@ static int train(const options *o, pc_em *em, const pc_data *d) {
     return 0;
 }
 
+/* What the summary reports. */
+typedef struct summary {
+    const char *data, *test;
+    int32_t vars, cats, used, trans, ranks;
+    int64_t train_n, test_n;
+    double structure_s, em_s, total_s, train_ll, test_ll;
+} summary;
+
+static void print_text(const options *o, const summary *s) {
+    printf("model: %s (K = %ld, %d variables, %d categories, %d transition rows, %s)\n", o->out,
+           o->latents, s->vars, s->cats, s->trans, o->f64 ? "float64" : "float32");
+    printf("training: %.1f s in all (structure %.1f s, EM %.1f s on %s%s), %ld mini-batch epochs "
+           "of %ld, %ld full-batch epochs, %d threads x %d processes\n",
+           s->total_s, s->structure_s, s->em_s, o->device == PC_EM_CUDA ? "cuda" : "cpu",
+           o->device == PC_EM_CUDA ? (o->em_f32 ? ", FP32" : ", FP64") : "", o->epochs,
+           o->batch, o->full_epochs, omp_get_max_threads(), s->ranks);
+    printf("train: %lld samples, LL %.4f nats/image, %.4f bits/dim\n", (long long)s->train_n,
+           s->train_ll, bits_per_dim(s->train_ll, s->vars));
+    if (s->test)
+        printf("test: %s, %lld samples, LL %.4f nats/image, %.4f bits/dim\n", s->test,
+               (long long)s->test_n, s->test_ll, bits_per_dim(s->test_ll, s->vars));
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped. */
+static void json_string(const char *text) {
+    putchar('"');
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            printf("\\%c", *c);
+        else if (*c < 0x20)
+            printf("\\u%04x", *c);
+        else
+            putchar(*c);
+    }
+    putchar('"');
+}
+
+static void print_json(const options *o, const summary *s, const epoch_stat *stats) {
+    printf("{\"model\": ");
+    json_string(o->out);
+    printf(", \"data\": ");
+    json_string(s->data);
+    printf(", \"latents\": %ld, \"variables\": %d, \"categories\": %d, "
+           "\"categories_used\": %d, \"transition_rows\": %d, \"device\": \"%s\", "
+           "\"em_precision\": \"%s\", \"processes\": %d, \"seed\": %llu, \"batch\": %ld, "
+           "\"pseudocount\": %g, "
+           "\"structure_s\": %.3f, \"em_s\": %.3f, \"total_s\": %.3f,\n \"epochs\": [",
+           o->latents, s->vars, s->cats, s->used, s->trans,
+           o->device == PC_EM_CUDA ? "cuda" : "cpu",
+           o->device == PC_EM_CUDA && o->em_f32 ? "fp32" : "fp64", s->ranks, o->seed, o->batch,
+           o->pseudocount, s->structure_s, s->em_s, s->total_s);
+    for (long e = 0; e < o->epochs + o->full_epochs; e++)
+        printf("%s\n  {\"epoch\": %ld, \"full_batch\": %s, \"step_first\": %.6g, "
+               "\"step_last\": %.6g, \"train_ll\": %.6f, \"seconds\": %.3f}",
+               e ? "," : "", e + 1, stats[e].full ? "true" : "false", stats[e].step_first,
+               stats[e].step_last, stats[e].mean_ll, stats[e].seconds);
+    printf("],\n \"train\": {\"samples\": %lld, \"ll\": %.6f, \"bits_per_dim\": %.6f}",
+           (long long)s->train_n, s->train_ll, bits_per_dim(s->train_ll, s->vars));
+    if (s->test) {
+        printf(", \"test\": {\"file\": ");
+        json_string(s->test);
+        printf(", \"samples\": %lld, \"ll\": %.6f, \"bits_per_dim\": %.6f}",
+               (long long)s->test_n, s->test_ll, bits_per_dim(s->test_ll, s->vars));
+    }
+    printf("}\n");
+}
+
 int main(int argc, char **argv) {
+    pc_tool_mpi mpi;
+    pc_tool_mpi_init(&argc, &argv, &mpi);
     options o;
     int rc = parse_args(argc, argv, &o);
-    if (rc) return rc;
-    if (o.threads > 0) omp_set_num_threads((int)o.threads);
+    if (rc) {
+        pc_tool_mpi_finalize(&mpi);
+        return rc;
+    }
+    o.quiet = mpi.rank != 0;
+    if (o.threads > 0)
+        omp_set_num_threads((int)o.threads);
+    else if (mpi.local_size > 1) /* ranks on one machine share its cores */
+        omp_set_num_threads(omp_get_num_procs() > mpi.local_size
+                                ? omp_get_num_procs() / mpi.local_size
+                                : 1);
 
     const double t_start = now_s();
     char data_path[4096], valid_path[4096];
@@ -268,20 +377,24 @@ int main(int argc, char **argv) {
     pc_file_writer *w = NULL;
     double *mi = NULL;
     int32_t *parent = NULL;
+    epoch_stat *stats = NULL;
+    int streamed = 0;
     rc = 1;
-    if (find_data(o.data, "train-images-idx3-ubyte.gz", data_path, sizeof data_path)) goto fail;
-    /* Without --valid and --data, the MNIST test set is scored when it is found, and skipped
-     * when not. */
+    if (find_data(o.data, o.dataset, "train-images-idx3-ubyte.gz", data_path, sizeof data_path))
+        goto fail;
+    /* Without --valid and --data, the data set's test images are scored when they are found,
+     * and skipped when not. */
     int want_test = o.valid != NULL;
     if (o.valid) {
         snprintf(valid_path, sizeof valid_path, "%s", o.valid);
     } else if (!o.data) {
-        want_test = pc_tool_find_mnist(NULL, "t10k-images-idx3-ubyte.gz", valid_path,
-                                       sizeof valid_path) == PC_OK;
+        want_test = pc_tool_find_dataset(o.dataset, "t10k-images-idx3-ubyte.gz", valid_path,
+                                         sizeof valid_path) == PC_OK;
         if (!want_test) fprintf(stderr, "pclearn: no test set scored: %s\n", valid_path);
     }
     const char *inputs[2] = {data_path, want_test ? valid_path : NULL};
-    if (pc_file_writer_open(o.out, inputs, 2, &w) != PC_OK) {
+    /* Rank 0 writes the model all the ranks learn. */
+    if (mpi.rank == 0 && pc_file_writer_open(o.out, inputs, 2, &w) != PC_OK) {
         call_failed("writing the model");
         goto fail;
     }
@@ -291,8 +404,17 @@ int main(int argc, char **argv) {
         goto fail;
     }
     const int32_t cats = 256, vars = d->width; /* IDX bytes: 256 categories */
-    fprintf(stderr, "data: %s, %lld samples x %d variables\n", data_path, (long long)d->count,
-            vars);
+    if (!o.quiet)
+        fprintf(stderr, "data: %s, %lld samples x %d variables\n", data_path,
+                (long long)d->count, vars);
+    pc_category_use use;
+    char warning[256];
+    if (pc_learn_category_use(d, cats, &use) != PC_OK) {
+        call_failed("reading the data");
+        goto fail;
+    }
+    if (pc_learn_category_warning(&use, cats, warning, sizeof warning) && !o.quiet)
+        fprintf(stderr, "pclearn: warning: %s\n", warning);
     /* The test data is read before learning, so a bad file fails at once. */
     if (want_test) {
         if (load_data(valid_path, &test)) goto fail;
@@ -325,19 +447,32 @@ int main(int argc, char **argv) {
         goto fail;
     }
     const double t_tree = now_s() - t0;
-    fprintf(stderr,
+    if (!o.quiet)
+        fprintf(stderr,
             "structure: MI %.2f s (%ld bins), tree %.2f s, %d transition rows, %d leaves "
             "sharing a latent\n",
             t_mi, o.bins, t_tree, model->num_trans, vars - 1 - model->num_trans);
-    if (pc_learn_init_params(model, d, o.seed) != PC_OK || pc_em_create(model, &em) != PC_OK) {
+    stats = calloc((size_t)(o.epochs + o.full_epochs), sizeof *stats);
+    if (!stats || pc_learn_init_params(model, d, o.seed) != PC_OK ||
+        pc_tool_em_create(o.device, o.em_f32, mpi.local_rank, model, d, &em, &streamed) !=
+            PC_OK ||
+        (mpi.size > 1 &&
+         pc_em_set_shard(em, mpi.rank, mpi.size, pc_tool_mpi_sum, NULL) != PC_OK)) {
         call_failed("initialising EM");
         goto fail;
     }
+    if (streamed && !o.quiet)
+        fprintf(stderr, "pclearn: the training data does not fit the GPU: streamed from the "
+                        "host each step\n");
     t0 = now_s();
-    if (train(&o, em, d)) goto fail;
+    if (train(&o, em, d, stats)) goto fail;
     const double t_em = now_s() - t0;
     if (pc_em_export(em, model) != PC_OK || pc_hclt_validate(model, "learned model") != PC_OK) {
         call_failed("learned model");
+        goto fail;
+    }
+    if (mpi.rank != 0) { /* done: rank 0 writes and scores the model all the ranks learned */
+        rc = 0;
         goto fail;
     }
     pc_status st = pc_hclt_write(model, o.f64 ? PC_HCLT_F64 : PC_HCLT_F32, w, o.out);
@@ -355,25 +490,22 @@ int main(int argc, char **argv) {
         call_failed("reading the model back");
         goto fail;
     }
-    double train_ll = 0;
-    if (mean_loglik(saved, d, &train_ll)) goto fail;
-    printf("model: %s (K = %ld, %d variables, %d categories, %d transition rows, %s)\n", o.out,
-           o.latents, vars, cats, model->num_trans, o.f64 ? "float64" : "float32");
-    printf("training: %.1f s in all (structure %.1f s, EM %.1f s), %ld mini-batch epochs of %ld, "
-           "%ld full-batch epochs, %d threads\n",
-           now_s() - t_start, t_mi + t_tree, t_em, o.epochs, o.batch, o.full_epochs,
-           omp_get_max_threads());
-    printf("train: %lld samples, LL %.4f nats/image, %.4f bits/dim\n", (long long)d->count,
-           train_ll, bits_per_dim(train_ll, vars));
-    if (test) {
-        double test_ll = 0;
-        if (mean_loglik(saved, test, &test_ll)) goto fail;
-        printf("test: %s, %lld samples, LL %.4f nats/image, %.4f bits/dim\n", valid_path,
-               (long long)test->count, test_ll, bits_per_dim(test_ll, vars));
-    }
+    summary sm = {.data = data_path, .test = test ? valid_path : NULL, .vars = vars,
+                  .cats = cats, .used = use.used, .trans = model->num_trans,
+                  .train_n = d->count, .test_n = test ? test->count : 0,
+                  .structure_s = t_mi + t_tree, .em_s = t_em, .ranks = mpi.size};
+    if (mean_loglik(saved, d, o.device, &sm.train_ll) ||
+        (test && mean_loglik(saved, test, o.device, &sm.test_ll)))
+        goto fail;
+    sm.total_s = now_s() - t_start;
+    if (o.json)
+        print_json(&o, &sm, stats);
+    else
+        print_text(&o, &sm);
     rc = 0;
 fail:
     pc_file_writer_abort(w);
+    free(stats);
     pc_data_free(d);
     pc_data_free(test);
     pc_hclt_free(model);
@@ -381,5 +513,7 @@ fail:
     pc_em_free(em);
     free(mi);
     free(parent);
+    if (rc && mpi.size > 1) pc_tool_mpi_abort(&mpi, rc); /* no rank waits for a failed one */
+    pc_tool_mpi_finalize(&mpi);
     return rc;
 }

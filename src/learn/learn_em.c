@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "base/fail.h"
+#include "learn/cuda/em_gpu.h"
 #include "learn/learn_em_internal.h"
 #include "learn/learn_internal.h"
 #include "pc/lse.h" /* pc_cpu_best_isa */
@@ -48,6 +49,9 @@ static void thread_free(pc_em_thread *t) {
 
 void pc_em_free(pc_em *em) {
     if (!em) return;
+    pc_em_gpu_free(em->gpu);
+    free(em->host_counts);
+    free(em->host_touched);
     if (em->thr)
         for (int i = 0; i < em->num_threads; i++) thread_free(&em->thr[i]);
     free(em->thr);
@@ -124,12 +128,57 @@ void pc_em_pick_kernels(pc_em *em) {
                                     : pc_em_kernels_generic;
 }
 
+/* A state of one process with the model's sizes and structure (parent, trans), nothing else;
+ * NULL when out of memory. */
+static pc_em *new_state(const pc_hclt *model) {
+    pc_em *em = calloc(1, sizeof *em);
+    if (!em) return NULL;
+    em->num_vars = model->num_vars;
+    em->num_cats = model->num_cats;
+    em->num_latents = model->num_latents;
+    em->num_trans = model->num_trans;
+    em->ranks = 1;
+    em->parent = malloc((size_t)model->num_vars * sizeof(int32_t));
+    em->trans = malloc((size_t)model->num_vars * sizeof(int32_t));
+    if (!em->parent || !em->trans) {
+        pc_em_free(em);
+        return NULL;
+    }
+    memcpy(em->parent, model->parent, (size_t)model->num_vars * sizeof(int32_t));
+    memcpy(em->trans, model->trans_index, (size_t)model->num_vars * sizeof(int32_t));
+    return em;
+}
+
+/* A GPU state: the sizes and structure here, everything else in em->gpu. */
+static pc_status create_gpu(const pc_hclt *model, const pc_em_opts *opts, pc_em **out) {
+    pc_em *em = new_state(model);
+    if (!em) return pc_fail(PC_ERR_NOMEM, "EM: state for %d variables", model->num_vars);
+    pc_status st = pc_em_gpu_create(model, opts, &em->gpu);
+    if (st != PC_OK) {
+        pc_em_free(em);
+        return st;
+    }
+    *out = em;
+    return PC_OK;
+}
+
 pc_status pc_em_create(const pc_hclt *model, pc_em **out) {
+    return pc_em_create_opts(model, NULL, out);
+}
+
+pc_status pc_em_create_opts(const pc_hclt *model, const pc_em_opts *opts, pc_em **out) {
     if (!out) return pc_fail(PC_ERR_ARG, "EM: NULL output");
     *out = NULL;
     if (!model) return pc_fail(PC_ERR_ARG, "EM: NULL model");
+    if (opts && opts->device != PC_EM_CPU && opts->device != PC_EM_CUDA)
+        return pc_fail(PC_ERR_ARG, "EM: device %d is neither PC_EM_CPU nor PC_EM_CUDA",
+                       (int)opts->device);
+    if (opts && opts->max_chunk < 0)
+        return pc_fail(PC_ERR_ARG, "EM: max_chunk = %lld is negative",
+                       (long long)opts->max_chunk);
     pc_status st = pc_hclt_validate(model, "EM model");
     if (st != PC_OK) return st;
+    if (opts && opts->device == PC_EM_CUDA) return create_gpu(model, opts, out);
     const int64_t v = model->num_vars, c = model->num_cats, k = model->num_latents,
                   tr = model->num_trans;
     const int threads = omp_get_max_threads();
@@ -139,14 +188,8 @@ pc_status pc_em_create(const pc_hclt *model, pc_em **out) {
     st = pc_learn_check_memory(
         8.0 * ((double)v * c * k * (1 + threads) + (double)tr * k * k * (2 + 2 * threads)), what);
     if (st != PC_OK) return st;
-    pc_em *em = calloc(1, sizeof *em);
-    if (!em) return pc_fail(PC_ERR_NOMEM, "EM: state");
-    em->num_vars = model->num_vars;
-    em->num_cats = model->num_cats;
-    em->num_latents = model->num_latents;
-    em->num_trans = model->num_trans;
-    em->parent = malloc((size_t)v * sizeof(int32_t));
-    em->trans = malloc((size_t)v * sizeof(int32_t));
+    pc_em *em = new_state(model);
+    if (!em) return pc_fail(PC_ERR_NOMEM, "EM: state for %d variables", model->num_vars);
     em->order = malloc((size_t)v * sizeof(int32_t));
     em->root_w = malloc((size_t)k * sizeof(double));
     em->trans_w = malloc(((size_t)(tr * k * k) + 1) * sizeof(double));
@@ -155,7 +198,7 @@ pc_status pc_em_create(const pc_hclt *model, pc_em **out) {
     em->ones = malloc((size_t)k * sizeof(double));
     em->num_threads = threads;
     em->thr = calloc((size_t)em->num_threads, sizeof(pc_em_thread));
-    if (!em->parent || !em->trans || !em->order || !em->root_w || !em->trans_w || !em->trans_wt ||
+    if (!em->order || !em->root_w || !em->trans_w || !em->trans_wt ||
         !em->input_w || !em->ones || !em->thr) {
         pc_em_free(em);
         return pc_fail(PC_ERR_NOMEM, "EM: parameters for V = %lld, C = %lld, K = %lld",
@@ -166,8 +209,6 @@ pc_status pc_em_create(const pc_hclt *model, pc_em **out) {
             pc_em_free(em);
             return pc_fail(PC_ERR_NOMEM, "EM: count buffers for %d threads", em->num_threads);
         }
-    memcpy(em->parent, model->parent, (size_t)v * sizeof(int32_t));
-    memcpy(em->trans, model->trans_index, (size_t)v * sizeof(int32_t));
     for (int64_t i = 0; i < k; i++) {
         em->root_w[i] = exp(model->root_logw[i]);
         em->ones[i] = 1.0;
@@ -200,6 +241,7 @@ pc_status pc_em_export(const pc_em *em, pc_hclt *model) {
     for (int32_t i = 0; i < em->num_vars; i++)
         if (model->parent[i] != em->parent[i] || model->trans_index[i] != em->trans[i])
             return pc_fail(PC_ERR_ARG, "EM export: model structure differs at variable %d", i);
+    if (em->gpu) return pc_em_gpu_export(em->gpu, model);
     const int64_t v = em->num_vars, c = em->num_cats, k = em->num_latents, tr = em->num_trans;
     for (int64_t i = 0; i < k; i++) model->root_logw[i] = log(em->root_w[i]);
     for (int64_t i = 0; i < tr * k * k; i++) model->trans_logw[i] = log(em->trans_w[i]);
@@ -293,7 +335,8 @@ static void m_step(pc_em *em, double inv_scale, double step, double pseudocount)
 
 /* Checks the rows and their values before anything changes. A value marked missing is never
  * read, so only observed values must be below num_cats (as in pc_evaluate). */
-static pc_status check_rows(const pc_em *em, const pc_data *data, const int64_t *rows, int64_t n) {
+static pc_status check_rows(const pc_em *em, const pc_data *data, const int64_t *rows, int64_t n,
+                            int check_values) {
     if (data->width != em->num_vars)
         return pc_fail(PC_ERR_DATA, "EM: data has %d variables per sample, the model %d",
                        data->width, em->num_vars);
@@ -305,6 +348,7 @@ static pc_status check_rows(const pc_em *em, const pc_data *data, const int64_t 
         if (r < 0 || r >= data->count)
             return pc_fail(PC_ERR_ARG, "EM: rows[%lld] = %lld is out of range 0..%lld",
                            (long long)i, (long long)r, (long long)data->count - 1);
+        if (!check_values) continue;
         const uint8_t *x = data->values + r * data->width;
         const uint8_t *miss = data->missing ? data->missing + r * data->width : NULL;
         for (int32_t v = 0; v < data->width; v++)
@@ -317,6 +361,81 @@ static pc_status check_rows(const pc_em *em, const pc_data *data, const int64_t 
     return PC_OK;
 }
 
+/* Zeroes every thread's counts (after a failed step). */
+static void clear_counts(pc_em *em) {
+    const int64_t k = em->num_latents, c = em->num_cats;
+    for (int th = 0; th < em->num_threads; th++) {
+        pc_em_thread *t = &em->thr[th];
+        memset(t->tacc, 0, (size_t)(em->num_trans * k * k) * sizeof(double));
+        memset(t->n_root, 0, (size_t)k * sizeof(int64_t));
+        memset(t->n_trans, 0, (size_t)(em->num_trans * k * k) * sizeof(int64_t));
+        memset(t->n_input, 0, (size_t)(em->num_vars * c * k) * sizeof(int64_t));
+        memset(t->touched, 0, (size_t)(em->num_vars * c));
+    }
+}
+
+/* The CPU's counts of row positions [lo, hi) (lo on a chunk boundary), log p(x) of each into
+ * ll [hi - lo]; then summed over the threads into thread 0's. */
+static void cpu_accumulate(pc_em *em, const pc_data *data, const int64_t *rows, int64_t lo,
+                           int64_t hi, double scale, double *ll) {
+    const int64_t chunks = (hi - lo + PC_EM_CHUNK - 1) / PC_EM_CHUNK;
+    const int64_t width = data->width;
+#pragma omp parallel num_threads(em->num_threads)
+    {
+        pc_em_thread *t = &em->thr[omp_get_thread_num()];
+#pragma omp for schedule(dynamic)
+        for (int64_t ch = 0; ch < chunks; ch++) {
+            const int64_t begin = lo + ch * PC_EM_CHUNK;
+            const int64_t end = begin + PC_EM_CHUNK < hi ? begin + PC_EM_CHUNK : hi;
+            for (int64_t i = begin; i < end; i++) {
+                const int64_t r = rows ? rows[i] : i;
+                const uint8_t *x = data->values + r * width;
+                const uint8_t *miss = data->missing ? data->missing + r * width : NULL;
+                ll[i - lo] = em->kern.forward(em, t, x, miss);
+                if (ll[i - lo] > -INFINITY) em->kern.backward(em, t, x, miss, scale);
+            }
+            flush_chunk(em, t, scale);
+        }
+    }
+    reduce_counts(em);
+}
+
+/* This process's counts of row positions [lo, hi) (the rows of chunks from c0 on), log p(x)
+ * summed per chunk into sums [chunks]; in a shard, then summed over the processes. */
+static pc_status count_rows(pc_em *em, const pc_data *data, const int64_t *rows, int64_t lo,
+                            int64_t hi, int64_t c0, double scale, double *sums, int64_t chunks) {
+    pc_status st = PC_OK;
+    double *ll = malloc((size_t)(hi > lo ? hi - lo : 1) * sizeof *ll);
+    if (!ll) st = pc_fail(PC_ERR_NOMEM, "EM step: %lld log-likelihoods", (long long)(hi - lo));
+    if (st == PC_OK && hi > lo) {
+        if (em->gpu)
+            st = pc_em_gpu_accumulate(em->gpu, data, rows, lo, hi, scale, ll);
+        else
+            cpu_accumulate(em, data, rows, lo, hi, scale, ll);
+    }
+    if (st == PC_OK)
+        for (int64_t i = lo; i < hi; i++) sums[c0 + (i - lo) / PC_EM_CHUNK] += ll[i - lo];
+    free(ll);
+    if (em->ranks == 1) return st;
+    pc_em_counts counts;
+    const int64_t k = em->num_latents;
+    if (em->gpu) {
+        counts.root = em->host_counts;
+        counts.trans = counts.root + k;
+        counts.input = counts.trans + (int64_t)em->num_trans * k * k;
+        counts.touched = em->host_touched;
+        if (st == PC_OK)
+            st = pc_em_gpu_counts(em->gpu, counts.root, counts.trans, counts.input, 0);
+    } else {
+        counts.root = em->thr[0].n_root, counts.trans = em->thr[0].n_trans;
+        counts.input = em->thr[0].n_input, counts.touched = em->thr[0].touched;
+    }
+    st = pc_em_shard_sum(em, data, rows, lo, hi, st, &counts, sums, chunks);
+    if (st == PC_OK && em->gpu)
+        st = pc_em_gpu_counts(em->gpu, counts.root, counts.trans, counts.input, 1);
+    return st;
+}
+
 pc_status pc_em_step(pc_em *em, const pc_data *data, const int64_t *rows, int64_t n, double step,
                      double pseudocount, double *loglik_sum) {
     if (!em || !data || !data->values) return pc_fail(PC_ERR_ARG, "EM step: NULL argument");
@@ -325,39 +444,45 @@ pc_status pc_em_step(pc_em *em, const pc_data *data, const int64_t *rows, int64_
     if (!(pseudocount >= 0) || !isfinite(pseudocount))
         return pc_fail(PC_ERR_ARG, "EM step: pseudocount %g is not a finite value >= 0",
                        pseudocount);
-    pc_status st = check_rows(em, data, rows, n);
+    /* the values of attached data were checked when it was attached */
+    const int values_checked = em->gpu && pc_em_gpu_is_attached(em->gpu, data);
+    pc_status st = check_rows(em, data, rows, n, !values_checked);
     if (st != PC_OK) return st;
-    double *ll = malloc((size_t)n * sizeof *ll);
-    if (!ll) return pc_fail(PC_ERR_NOMEM, "EM step: %lld log-likelihoods", (long long)n);
 
     int bits = 0;
     while (bits < 62 && ((int64_t)1 << bits) <= n) bits++;
     const double scale = ldexp(1.0, 62 - bits); /* n * scale < 2^62: no int64 overflow */
     const int64_t chunks = (n + PC_EM_CHUNK - 1) / PC_EM_CHUNK;
-    const int64_t width = data->width;
-#pragma omp parallel num_threads(em->num_threads)
-    {
-        pc_em_thread *t = &em->thr[omp_get_thread_num()];
-#pragma omp for schedule(dynamic)
-        for (int64_t ch = 0; ch < chunks; ch++) {
-            const int64_t end = (ch + 1) * PC_EM_CHUNK < n ? (ch + 1) * PC_EM_CHUNK : n;
-            for (int64_t i = ch * PC_EM_CHUNK; i < end; i++) {
-                const int64_t r = rows ? rows[i] : i;
-                const uint8_t *x = data->values + r * width;
-                const uint8_t *miss = data->missing ? data->missing + r * width : NULL;
-                ll[i] = em->kern.forward(em, t, x, miss);
-                if (ll[i] > -INFINITY) em->kern.backward(em, t, x, miss, scale);
-            }
-            flush_chunk(em, t, scale);
-        }
+    const int64_t c0 = chunks * em->rank / em->ranks, c1 = chunks * (em->rank + 1) / em->ranks;
+    const int64_t lo = c0 * PC_EM_CHUNK < n ? c0 * PC_EM_CHUNK : n;
+    const int64_t hi = c1 * PC_EM_CHUNK < n ? c1 * PC_EM_CHUNK : n;
+    double *sums = calloc((size_t)chunks, sizeof *sums);
+    if (!sums) return pc_fail(PC_ERR_NOMEM, "EM step: %lld chunk sums", (long long)chunks);
+    st = count_rows(em, data, rows, lo, hi, c0, scale, sums, chunks);
+    if (st != PC_OK) {
+        free(sums);
+        if (em->gpu)
+            pc_em_gpu_clear_counts(em->gpu);
+        else
+            clear_counts(em);
+        return st;
     }
     double sum = 0;
-    for (int64_t i = 0; i < n; i++) sum += ll[i];
-    free(ll);
-    reduce_counts(em);
-    m_step(em, 1.0 / scale, step, pseudocount);
-    if (loglik_sum) *loglik_sum = sum;
-    return PC_OK;
+    for (int64_t c = 0; c < chunks; c++) sum += sums[c];
+    free(sums);
+    if (em->gpu)
+        st = pc_em_gpu_update(em->gpu, 1.0 / scale, step, pseudocount);
+    else
+        m_step(em, 1.0 / scale, step, pseudocount);
+    if (st == PC_OK && loglik_sum) *loglik_sum = sum;
+    return st;
+}
+
+pc_status pc_em_attach_data(pc_em *em, const pc_data *data) {
+    if (!em) return pc_fail(PC_ERR_ARG, "EM attach: NULL state");
+    if (data && !data->values && data->count > 0)
+        return pc_fail(PC_ERR_ARG, "EM attach: data without values");
+    return em->gpu ? pc_em_gpu_attach(em->gpu, data) : PC_OK;
 }
 
 pc_status pc_learn_loglik(const pc_hclt *model, const pc_data *data, double *logp) {
@@ -366,7 +491,7 @@ pc_status pc_learn_loglik(const pc_hclt *model, const pc_data *data, double *log
     pc_em *em = NULL;
     pc_status st = pc_em_create(model, &em);
     if (st != PC_OK) return st;
-    if (data->count > 0) st = check_rows(em, data, NULL, data->count);
+    if (data->count > 0) st = check_rows(em, data, NULL, data->count, 1);
     if (st == PC_OK) {
         const int64_t width = data->width;
 #pragma omp parallel num_threads(em->num_threads)

@@ -43,7 +43,31 @@ struct pc_em {
     int num_threads;
     pc_em_thread *thr;
     pc_em_kernels kern;
+    /* GPU states: the GPU's own (learn/cuda/em_gpu.h); of the fields above only the sizes,
+     * parent and trans are set. */
+    struct pc_em_gpu *gpu;
+    /* data-parallel EM (pc_em_set_shard): this process among `ranks`, and the sum over them */
+    int rank, ranks;
+    pc_em_sum_fn sum;
+    void *sum_ctx;
+    int64_t *host_counts;  /* GPU states in a shard: root [K], trans [T, K, K], input [V, C, K] */
+    uint8_t *host_touched; /* [V, C] */
 };
+
+/* The counts of a step as host arrays, for the sum over processes. */
+typedef struct pc_em_counts {
+    int64_t *root, *trans, *input; /* [K], [T, K, K], [V, C, K] */
+    uint8_t *touched;              /* [V, C] 1 where input[v, c, :] may be non-zero */
+} pc_em_counts;
+
+/* After this process counted rows positions [lo, hi) of the step's n rows (local: how that
+ * went), sums over the processes: first the failures and the touched input rows, then the
+ * root and transition counts, the touched input rows' counts and the log-likelihood per chunk
+ * (sums [chunks], 0 outside this process's chunks). Fails on every process when one failed.
+ * learn_em_shard.c. */
+pc_status pc_em_shard_sum(pc_em *em, const pc_data *data, const int64_t *rows, int64_t lo,
+                          int64_t hi, pc_status local, const pc_em_counts *counts, double *sums,
+                          int64_t chunks);
 
 /* The same kernels compiled for three instruction sets. Without reassociation and without
  * FMA contraction (ISO C mode), every copy rounds exactly like the others, so the choice never

@@ -1,11 +1,14 @@
 /* Mutual information between every pair of variables, for the Chow-Liu tree.
  *
  * A full joint table over 256 x 256 values per pair would cost 64k counters per pair for
- * 300k pairs (MNIST); instead the values are quantised into B bins (x * B / C) and each pair
- * gets a (B+1) x (B+1) table, the extra bin holding missing values, which are left out. The
- * binned data is stored column by column [V, M] so a pair's counting pass streams two columns
- * while its table stays in L1. Pairs are independent, so the result does not depend on the
- * thread count.
+ * 300k pairs (MNIST); instead the values are quantised into at most B bins and each pair gets
+ * a (B+1) x (B+1) table, the extra bin holding missing values, which are left out. The bins
+ * follow the values the sampled rows use, not the model's category count: with at most B
+ * distinct values each gets a bin of its own (0/1 data keeps both values apart even in a model
+ * of 256 categories), else a value x in 0..hi falls into bin x * B / (hi + 1), hi the largest
+ * value used (x * 16 / 256 for 8-bit images that reach 255). The binned data is stored column
+ * by column [V, M] so a pair's counting pass streams two columns while its table stays in L1.
+ * Pairs are independent, so the result does not depend on the thread count.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -54,6 +57,45 @@ static pc_status pick_rows(int64_t count, int64_t max_rows, uint64_t seed, int64
     return PC_OK;
 }
 
+/* The bin of every value (lut [256]) from the observed values of the sampled rows (checked to
+ * be below num_cats first): with at most num_bins distinct values, bin = the value's rank among
+ * them and *bins_used = their count (at least 1); else bin = x * num_bins / (hi + 1), hi the
+ * largest value, and *bins_used = num_bins. */
+static pc_status bin_table(const pc_data *data, const int64_t *rows, int64_t m, int32_t num_cats,
+                           int32_t num_bins, uint8_t *lut, int32_t *bins_used) {
+    const int64_t width = data->width;
+    uint8_t used[256] = {0};
+    for (int64_t i = 0; i < m; i++) {
+        const uint8_t *x = data->values + rows[i] * width;
+        const uint8_t *miss = data->missing ? data->missing + rows[i] * width : NULL;
+        for (int64_t v = 0; v < width; v++) {
+            if (miss && miss[v]) continue;
+            if (x[v] >= num_cats)
+                return pc_fail(PC_ERR_DATA,
+                               "mutual information: value %d at row %lld, variable %lld "
+                               "is not below num_cats = %d",
+                               x[v], (long long)rows[i], (long long)v, num_cats);
+            used[x[v]] = 1;
+        }
+    }
+    int32_t distinct = 0, hi = 0;
+    for (int32_t x = 0; x < 256; x++)
+        if (used[x]) {
+            distinct++;
+            hi = x;
+        }
+    if (distinct <= num_bins) {
+        int32_t rank = 0;
+        for (int32_t x = 0; x < 256; x++) lut[x] = (uint8_t)(used[x] ? rank++ : 0);
+        *bins_used = distinct > 0 ? distinct : 1;
+    } else {
+        for (int32_t x = 0; x < 256; x++)
+            lut[x] = (uint8_t)(x <= hi ? x * num_bins / (hi + 1) : num_bins - 1);
+        *bins_used = num_bins;
+    }
+    return PC_OK;
+}
+
 /* MI of one pair from its (B+1)^2 table (row = bin of u, column = bin of v; bin B = missing). */
 static double pair_mi(const uint32_t *table, int nb) {
     int stride = nb + 1;
@@ -89,12 +131,17 @@ pc_status pc_learn_mutual_info(const pc_data *data, int32_t num_cats, int32_t nu
         return pc_fail(PC_ERR_ARG, "mutual information: num_cats = %d is not in 2..256", num_cats);
     if (num_bins < 2 || num_bins > 64)
         return pc_fail(PC_ERR_ARG, "mutual information: num_bins = %d is not in 2..64", num_bins);
-    if (num_bins > num_cats) num_bins = num_cats;
     const int64_t v_count = data->width;
 
     int64_t *rows = NULL, m = 0;
     pc_status st = pick_rows(data->count, max_rows, seed, &rows, &m);
     if (st != PC_OK) return st;
+    uint8_t lut[256];
+    st = bin_table(data, rows, m, num_cats, num_bins, lut, &num_bins);
+    if (st != PC_OK) {
+        free(rows);
+        return st;
+    }
     uint8_t *bins = malloc((size_t)(v_count * m));
     if (!bins) {
         free(rows);
@@ -104,19 +151,8 @@ pc_status pc_learn_mutual_info(const pc_data *data, int32_t num_cats, int32_t nu
     for (int64_t i = 0; i < m; i++) {
         const uint8_t *x = data->values + rows[i] * v_count;
         const uint8_t *miss = data->missing ? data->missing + rows[i] * v_count : NULL;
-        for (int64_t v = 0; v < v_count; v++) {
-            if (x[v] >= num_cats && !(miss && miss[v])) {
-                long long r = (long long)rows[i];
-                free(rows);
-                free(bins);
-                return pc_fail(PC_ERR_DATA,
-                               "mutual information: value %d at row %lld, variable %lld "
-                               "is not below num_cats = %d",
-                               x[v], r, (long long)v, num_cats);
-            }
-            bins[v * m + i] =
-                (miss && miss[v]) ? (uint8_t)num_bins : (uint8_t)(x[v] * num_bins / num_cats);
-        }
+        for (int64_t v = 0; v < v_count; v++)
+            bins[v * m + i] = (miss && miss[v]) ? (uint8_t)num_bins : lut[x[v]];
     }
     free(rows);
 

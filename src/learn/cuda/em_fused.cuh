@@ -1,0 +1,150 @@
+/* Fused layer kernels of GPU EM for K <= 32 (internal; em_kernels.cuh has the row layout).
+ *
+ * At small K a pass is a chain of tiny steps, ~42 layers up and down for MNIST, and launches
+ * dominate: the product, GEMM and posterior kernels of a layer become one forward and one
+ * downward kernel here. A block takes one group and a tile of (256 / TW) * iter rows (em_plan.h:
+ * iter from the pass's rows), a row to a sub-warp of TW lanes (TW = K rounded up to a power of
+ * two), lane k holding state k. W_g sits in shared memory as FP64; a lane gets the others' values of its row by shuffles.
+ *
+ * Forward, row b of group g: e = scaled product (as pc_em_product), then the message
+ * s(j) = sum_k W[j][k] e(k) in k order, lane j. Downward: lane j holds a(j) (the ratio in S),
+ * lane k holds e(k); u(k) = sum_j a(j) W[j][k] in j order, q = e u into E, children's messages
+ * into their ratios, and the flows a(j) e(k) summed over the block's rows in row order per
+ * sub-warp, then over the sub-warps in order in shared memory, into P[g][tile][j][k]; the
+ * pass's end sums the tiles in order. Every sum has one fixed order: the same bits on every
+ * run, no atomics. */
+#ifndef PC_LEARN_EM_FUSED_CUH
+#define PC_LEARN_EM_FUSED_CUH
+
+#include "learn/cuda/em_kernels.cuh"
+#include "learn/cuda/em_plan.h"
+
+/* Grid (tiles, groups of the layer from g0); dynamic shared memory K * K doubles. The root
+ * (alone in its layer) writes log p(x) instead of a message. */
+template <typename T, int TW>
+__global__ void __launch_bounds__(PC_EM_THREADS)
+    pc_em_fused_forward(pc_em_args a, int64_t n, int32_t iter, int32_t g0, const T *input, T *E,
+                        T *S, const T *W) {
+    extern __shared__ double wt[]; /* wt[k * K + j] = W_g[j][k] */
+    const int K = a.K, lane = threadIdx.x % TW, sub = threadIdx.x / TW;
+    const int subs = PC_EM_THREADS / TW;
+    const int32_t g = g0 + blockIdx.y;
+    const bool root = g == a.G - 1;
+    const int64_t ch = a.chunk;
+    if (!root)
+        for (int i = threadIdx.x; i < K * K; i += PC_EM_THREADS)
+            wt[(i % K) * K + i / K] = (double)W[(int64_t)g * K * K + i];
+    __syncthreads();
+    const int32_t vb = a.var_start[g], ve = a.var_start[g + 1];
+    const int32_t cb = a.child_start[g], ce = a.child_start[g + 1];
+    for (int it = 0; it < iter; it++) {
+        const int64_t row = ((int64_t)blockIdx.x * iter + it) * subs + sub;
+        const bool live = row < n;
+        const int64_t b = live ? row : 0;
+        double v = 0;
+        if (lane < K) {
+            v = 1;
+            for (int32_t j = vb; j < ve; j++) {
+                const int32_t var = a.vars[j];
+                v *= (double)input[((int64_t)var * (a.C + 1) + a.xc[b * a.V + var]) * K + lane];
+            }
+            for (int32_t j = cb; j < ce; j++)
+                v *= (double)S[((int64_t)a.children[j] * ch + b) * K + lane];
+        }
+        const double m = pc_em_max(v, TW);
+        int ex = 0;
+        double e = 0;
+        if (m > 0 && isfinite(m)) {
+            frexp(m, &ex);
+            e = (double)(T)(v * ldexp(1.0, -ex / 2) * ldexp(1.0, -ex - (-ex / 2)));
+        }
+        if (live && lane < K) E[((int64_t)g * ch + b) * K + lane] = (T)e;
+        int32_t off = ex;
+        if (lane == 0)
+            for (int32_t j = cb; j < ce; j++) off += a.off[(int64_t)a.children[j] * ch + b];
+        if (live && lane == 0) a.off[(int64_t)g * ch + b] = off;
+        if (root) { /* block-uniform: every lane of the block takes this branch or none */
+            const double z = pc_em_sum(lane < K ? a.root_w[lane] * e : 0.0, TW);
+            if (live && lane == 0) a.logp[b] = z > 0 ? (double)off * PC_EM_LN2 + log(z) : -INFINITY;
+            continue;
+        }
+        double s = 0;
+#pragma unroll
+        for (int k = 0; k < TW; k++) {
+            const double ek = __shfl_sync(0xffffffffu, e, k, TW);
+            if (k < K && lane < K) s += wt[k * K + lane] * ek;
+        }
+        if (live && lane < K) S[((int64_t)g * ch + b) * K + lane] = (T)s;
+    }
+}
+
+/* Grid (tiles, non-root groups of the layer from g0); dynamic shared memory 2 K K doubles
+ * (W_g, then the block's flows). P is [G - 1][tiles][K][K]. */
+template <typename T, int TW>
+__global__ void __launch_bounds__(PC_EM_THREADS)
+    pc_em_fused_downward(pc_em_args a, int64_t n, int32_t iter, int32_t g0, T *E, T *S,
+                         const T *W, double *P, int64_t tiles) {
+    extern __shared__ double sh[];
+    const int K = a.K, lane = threadIdx.x % TW, sub = threadIdx.x / TW;
+    const int subs = PC_EM_THREADS / TW;
+    const int32_t g = g0 + blockIdx.y;
+    const int64_t ch = a.chunk;
+    double *w = sh, *flows = sh + K * K; /* w[j * K + k] = W_g[j][k] */
+    for (int i = threadIdx.x; i < K * K; i += PC_EM_THREADS) {
+        w[i] = (double)W[(int64_t)g * K * K + i];
+        flows[i] = 0;
+    }
+    __syncthreads();
+    const int32_t cb = a.child_start[g], ce = a.child_start[g + 1];
+    double f[TW]; /* f[j]: this sub-warp's sum of a(j) e(lane) */
+#pragma unroll
+    for (int j = 0; j < TW; j++) f[j] = 0;
+    for (int it = 0; it < iter; it++) {
+        const int64_t row = ((int64_t)blockIdx.x * iter + it) * subs + sub;
+        const bool live = row < n;
+        const int64_t at = ((int64_t)g * ch + (live ? row : 0)) * K + lane;
+        const double ratio = live && lane < K ? (double)S[at] : 0.0;
+        const double e = live && lane < K ? (double)E[at] : 0.0;
+        double u = 0;
+#pragma unroll
+        for (int j = 0; j < TW; j++) {
+            const double aj = __shfl_sync(0xffffffffu, ratio, j, TW);
+            if (j < K && lane < K) {
+                u += aj * w[j * K + lane];
+                f[j] += aj * e;
+            }
+        }
+        if (!live || lane >= K) continue;
+        const double q = e * u;
+        E[at] = (T)q;
+        for (int32_t j = cb; j < ce; j++) {
+            T *s = S + ((int64_t)a.children[j] * ch + row) * K + lane;
+            const double sv = (double)*s;
+            *s = (T)(sv > 0 ? q / sv : 0.0);
+        }
+    }
+    for (int s = 0; s < subs; s++) { /* sub-warps in order: a fixed sum */
+        if (sub == s && lane < K)
+#pragma unroll
+            for (int j = 0; j < TW; j++)
+                if (j < K) flows[j * K + lane] += f[j];
+        __syncthreads();
+    }
+    double *out = P + ((int64_t)g * tiles + blockIdx.x) * K * K;
+    for (int i = threadIdx.x; i < K * K; i += PC_EM_THREADS) out[i] = flows[i];
+}
+
+/* Transition flows of a fused pass: n_tr[i] += W[i] sum_t P[g][t][i] (tiles in order), fixed
+ * point, i over [G - 1][K][K]. */
+static __global__ void pc_em_fused_trans_flows(int64_t total, int32_t kk, const double *P,
+                                               int64_t tiles, const double *w, long long *n_tr,
+                                               const double *scale_ptr) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= total) return;
+    const int64_t g = i / kk, at = i % kk;
+    double sum = 0;
+    for (int64_t t = 0; t < tiles; t++) sum += P[(g * tiles + t) * kk + at];
+    n_tr[i] += (long long)pc_em_fixed(w[i] * sum, *scale_ptr);
+}
+
+#endif

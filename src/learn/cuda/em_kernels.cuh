@@ -1,0 +1,326 @@
+/* The kernels of GPU EM (internal; em_plan.h names the buffers and the steps of a pass).
+ *
+ * Rows. The product and posterior kernels give every (group, sample) row of K values to `tw`
+ * lanes of one warp (tw = K rounded up to a power of two when K < 32, else 32), lane l holding
+ * k = l, l + tw, ... in registers (KPL = values per lane, a template argument). Max and sum
+ * over k are butterfly shuffles within the tw lanes: every lane adds the same two values in
+ * either order, so all lanes hold the same bits, the same on every run. Every lane of a warp
+ * takes part in every shuffle: rows past the end compute on row 0's values and store nothing.
+ *
+ * Precision. T (float or double) is what the buffers hold; products, scales, posteriors and
+ * ratios are computed in double, so FP32 holds only values in [0, 1], scaled by exact powers of
+ * two, and never the product of many factors.
+ *
+ * Counts are 64-bit fixed point (learn_em.c: scale 2^(62 - bits(n)) for a step over n rows);
+ * integer addition is associative, so the integer atomics of the input flows give the same
+ * sum in any order. No floating-point atomics anywhere. */
+#ifndef PC_LEARN_EM_KERNELS_CUH
+#define PC_LEARN_EM_KERNELS_CUH
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "learn/cuda/em_plan.h"
+
+#define PC_EM_THREADS PC_EM_ROW_THREADS
+/* Rows per segment of the input flows: each thread sums one (variable, state) over one
+ * segment, so the grid has V * K * n / 128 threads (enough for the GPU at K = 16, n = 512). */
+#define PC_EM_SEG 128
+#define PC_EM_LN2 0.693147180559945309417232121458176568
+
+/* What the row kernels read, by value: the circuit's CSR arrays on the device, the sizes. */
+struct pc_em_args {
+    const int32_t *var_start, *vars;     /* [G + 1], [V] */
+    const int32_t *child_start, *children; /* [G + 1], [G - 1] */
+    const int32_t *var_group;            /* [V] */
+    const double *root_w;                /* [K] */
+    const uint16_t *xc;                  /* [chunk][V] value, or C for a missing one */
+    const uint16_t *xct;                 /* [V][chunk] the same, transposed */
+    int32_t *off;                        /* [G][chunk] base-2 exponents of the scales */
+    double *logp;                        /* [chunk] */
+    int64_t chunk;
+    int32_t V, C, K, G, tw;
+};
+
+static __device__ __forceinline__ double pc_em_max(double v, int tw) {
+    for (int o = tw / 2; o > 0; o >>= 1) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+static __device__ __forceinline__ double pc_em_sum(double v, int tw) {
+    for (int o = tw / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* The row of this thread: r = (group - g0) * n + b, and whether it exists. */
+struct pc_em_row {
+    int32_t g;
+    int64_t b;
+    bool live;
+};
+
+static __device__ __forceinline__ pc_em_row pc_em_row_of(int64_t n, int32_t g0, int32_t g1,
+                                                          int tw) {
+    const int64_t r = (int64_t)blockIdx.x * (blockDim.x / tw) + threadIdx.x / tw;
+    const bool live = r < (int64_t)(g1 - g0) * n;
+    const int64_t rr = live ? r : 0;
+    return {(int32_t)(g0 + rr / n), rr % n, live};
+}
+
+/* Forward products of groups [g0, g1): P_g(b, k) = prod_v input[v][x_bv][k] *
+ * prod_c s_c(b, k), scaled so that max_k is in [0.5, 1): e_g = P_g 2^-ex (two factors, so
+ * that a scale of 2^1074 does not overflow), off_g = ex + sum_c off_c. A row whose max is 0
+ * (probability 0) stays 0. The root (g = G - 1) also writes log p(x) = off ln 2 +
+ * log sum_k w_k e_k, -inf for probability 0. Grid: one block per 256 / tw rows. */
+template <typename T, int KPL>
+__global__ void __launch_bounds__(PC_EM_THREADS)
+    pc_em_product(pc_em_args a, int64_t n, int32_t g0, int32_t g1, const T *input, T *E,
+                  const T *S) {
+    const int tw = a.tw, lane = threadIdx.x % tw, K = a.K;
+    const pc_em_row row = pc_em_row_of(n, g0, g1, tw);
+    const int32_t g = row.g;
+    const int64_t b = row.b, ch = a.chunk;
+    const int32_t vb = a.var_start[g], ve = a.var_start[g + 1];
+    const int32_t cb = a.child_start[g], ce = a.child_start[g + 1];
+    double p[KPL];
+    double m = 0;
+#pragma unroll
+    for (int i = 0; i < KPL; i++) {
+        const int k = lane + i * tw;
+        double v = k < K ? 1.0 : 0.0;
+        if (k < K) {
+            for (int32_t j = vb; j < ve; j++) {
+                const int32_t var = a.vars[j];
+                const int64_t x = a.xc[b * a.V + var];
+                v *= (double)input[((int64_t)var * (a.C + 1) + x) * K + k];
+            }
+            for (int32_t j = cb; j < ce; j++)
+                v *= (double)S[((int64_t)a.children[j] * ch + b) * K + k];
+        }
+        p[i] = v;
+        m = fmax(m, v);
+    }
+    m = pc_em_max(m, tw);
+    int ex = 0;
+    double inv1 = 0, inv2 = 0;
+    if (m > 0 && isfinite(m)) {
+        frexp(m, &ex);
+        inv1 = ldexp(1.0, -ex / 2);
+        inv2 = ldexp(1.0, -ex - (-ex / 2));
+    } else {
+        ex = 0;
+    }
+    const bool root = g == a.G - 1;
+    double z = 0;
+#pragma unroll
+    for (int i = 0; i < KPL; i++) {
+        const int k = lane + i * tw;
+        const T e = (T)(p[i] * inv1 * inv2);
+        if (k < K) {
+            if (row.live) E[((int64_t)g * ch + b) * K + k] = e;
+            if (root) z += a.root_w[k] * (double)e;
+        }
+    }
+    z = pc_em_sum(z, tw); /* every lane shuffles: the rows of one warp may differ in `root` */
+    if (!row.live || lane != 0) return;
+    int32_t off = ex;
+    for (int32_t j = cb; j < ce; j++) off += a.off[(int64_t)a.children[j] * ch + b];
+    a.off[(int64_t)g * ch + b] = off;
+    if (root) a.logp[b] = z > 0 ? (double)off * PC_EM_LN2 + log(z) : -INFINITY;
+}
+
+/* Posteriors of groups [g0, g1), written over E: the root's q(k) = w_k e_k / sum_j w_j e_j
+ * (0 when the sum is 0), any other group's q = e u with u its row of U (the layer's scratch,
+ * group g at g - g0); then every child c's message in S becomes a_c = q / s_c (0 where
+ * s_c = 0, which makes q = 0 there too). */
+template <typename T, int KPL>
+__global__ void __launch_bounds__(PC_EM_THREADS)
+    pc_em_posterior(pc_em_args a, int64_t n, int32_t g0, int32_t g1, T *E, T *S, const T *U) {
+    const int tw = a.tw, lane = threadIdx.x % tw, K = a.K;
+    const pc_em_row row = pc_em_row_of(n, g0, g1, tw);
+    const int32_t g = row.g;
+    const int64_t b = row.b, ch = a.chunk;
+    const bool root = g == a.G - 1;
+    T *e = E + ((int64_t)g * ch + b) * K;
+    double q[KPL];
+    double z = 0;
+#pragma unroll
+    for (int i = 0; i < KPL; i++) {
+        const int k = lane + i * tw;
+        q[i] = 0;
+        if (k >= K) continue;
+        if (root) {
+            q[i] = a.root_w[k] * (double)e[k];
+            z += q[i];
+        } else {
+            q[i] = (double)e[k] * (double)U[((int64_t)(g - g0) * ch + b) * K + k];
+        }
+    }
+    z = pc_em_sum(z, tw); /* every lane shuffles, as in pc_em_product */
+    if (root) {
+#pragma unroll
+        for (int i = 0; i < KPL; i++) q[i] = z > 0 ? q[i] / z : 0.0;
+    }
+    if (!row.live) return;
+    const int32_t cb = a.child_start[g], ce = a.child_start[g + 1];
+#pragma unroll
+    for (int i = 0; i < KPL; i++) {
+        const int k = lane + i * tw;
+        if (k >= K) continue;
+        e[k] = (T)q[i];
+        for (int32_t j = cb; j < ce; j++) {
+            T *s = S + ((int64_t)a.children[j] * ch + b) * K + k;
+            const double sv = (double)*s;
+            *s = (T)(sv > 0 ? q[i] / sv : 0.0);
+        }
+    }
+}
+
+/* Rows [0, n) of the source (rows[i], or i when rows is NULL) gathered as codes: xc[i][v] =
+ * x[v], or C where the value is missing; xct = the transpose [V][chunk]. Block (32, 8), one
+ * 32 x 32 tile of (row, variable) through shared memory, so both writes are coalesced. */
+static __global__ void pc_em_gather(pc_em_args a, int64_t n, const uint8_t *values,
+                                    const uint8_t *missing, const int64_t *rows, uint16_t *xc,
+                                    uint16_t *xct) {
+    __shared__ uint16_t tile[32][33];
+    const int64_t i0 = (int64_t)blockIdx.x * 32;
+    const int32_t v0 = blockIdx.y * 32;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    for (int r = ty; r < 32; r += 8) {
+        const int64_t i = i0 + r;
+        const int32_t v = v0 + tx;
+        if (i < n && v < a.V) {
+            const int64_t src = (rows ? rows[i] : i) * a.V + v;
+            const uint16_t code = missing && missing[src] ? (uint16_t)a.C : values[src];
+            tile[r][tx] = code;
+            xc[i * a.V + v] = code;
+        }
+    }
+    __syncthreads();
+    for (int r = ty; r < 32; r += 8) {
+        const int32_t v = v0 + r;
+        const int64_t i = i0 + tx;
+        if (i < n && v < a.V) xct[(int64_t)v * a.chunk + i] = tile[tx][r];
+    }
+}
+
+/* A count in fixed point: value * scale rounded (value >= 0). */
+static __device__ __forceinline__ unsigned long long pc_em_fixed(double value, double scale) {
+    return (unsigned long long)(long long)(value * scale + 0.5);
+}
+
+/* Input flows: thread (v, segment, k) adds q_g(b, k) (g = v's group, q in E) over the
+ * segment's rows to n_in[v][x_bv][k], one atomic per run of equal values (MNIST's background
+ * makes long runs). Missing values count nowhere. */
+template <typename T>
+__global__ void __launch_bounds__(PC_EM_THREADS)
+    pc_em_input_flows(pc_em_args a, int64_t n, const T *E, unsigned long long *n_in,
+                      const double *scale_ptr) {
+    const int64_t segs = (n + PC_EM_SEG - 1) / PC_EM_SEG;
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (int64_t)a.V * segs * a.K) return;
+    const int32_t k = (int32_t)(idx % a.K);
+    const int64_t rest = idx / a.K, seg = rest % segs;
+    const int32_t v = (int32_t)(rest / segs);
+    const double scale = *scale_ptr;
+    const T *q = E + (int64_t)a.var_group[v] * a.chunk * a.K + k;
+    const uint16_t *code = a.xct + (int64_t)v * a.chunk;
+    unsigned long long *out = n_in + (int64_t)v * a.C * a.K + k;
+    const int64_t end = (seg + 1) * PC_EM_SEG < n ? (seg + 1) * PC_EM_SEG : n;
+    int32_t cur = -1;
+    double acc = 0;
+    for (int64_t b = seg * PC_EM_SEG; b < end; b++) {
+        const int32_t c = code[b];
+        if (c == a.C) continue;
+        if (c != cur) {
+            if (cur >= 0) atomicAdd(out + (int64_t)cur * a.K, pc_em_fixed(acc, scale));
+            cur = c;
+            acc = 0;
+        }
+        acc += (double)q[b * a.K];
+    }
+    if (cur >= 0) atomicAdd(out + (int64_t)cur * a.K, pc_em_fixed(acc, scale));
+}
+
+/* Root flows: block k sums q_root(b, k) over the rows (thread t takes b = t, t + 256, ...,
+ * then a fixed tree in shared memory) and adds it to n_root[k]. */
+template <typename T>
+__global__ void __launch_bounds__(PC_EM_THREADS)
+    pc_em_root_flows(pc_em_args a, int64_t n, const T *E, long long *n_root,
+                     const double *scale_ptr) {
+    __shared__ double part[PC_EM_THREADS];
+    const int k = blockIdx.x;
+    const T *q = E + (int64_t)(a.G - 1) * a.chunk * a.K + k;
+    double s = 0;
+    for (int64_t b = threadIdx.x; b < n; b += PC_EM_THREADS) s += (double)q[b * a.K];
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (int w = PC_EM_THREADS / 2; w > 0; w >>= 1) {
+        if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) n_root[k] += (long long)pc_em_fixed(part[0], *scale_ptr);
+}
+
+/* Transition flows of a pass: n_tr[i] += W[i] F[i] in fixed point, W the FP64 parameters. */
+template <typename T>
+__global__ void pc_em_trans_flows(int64_t total, const T *F, const double *w, long long *n_tr,
+                                  const double *scale_ptr) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < total) n_tr[i] += (long long)pc_em_fixed(w[i] * (double)F[i], *scale_ptr);
+}
+
+/* M-step of one distribution p [size] (entries `stride` apart) from fixed-point counts n (same
+ * layout), which it clears: est = (N + alpha / size) / (sum N + alpha), p <- (1 - step) p +
+ * step est; p is kept when sum N + alpha is 0. The sum runs in index order, as on the CPU. */
+static __device__ void pc_em_update_dist(double *p, long long *n, int64_t size, int64_t stride,
+                                         double inv_scale, double step, double pseudocount) {
+    double total = 0;
+    for (int64_t i = 0; i < size; i++) total += (double)n[i * stride] * inv_scale;
+    const double denom = total + pseudocount, prior = pseudocount / (double)size;
+    for (int64_t i = 0; i < size; i++) {
+        if (denom > 0) {
+            const double est = ((double)n[i * stride] * inv_scale + prior) / denom;
+            p[i * stride] = (1 - step) * p[i * stride] + step * est;
+        }
+        n[i * stride] = 0;
+    }
+}
+
+/* Parameters after the counts, and their copies in the compute type (copy NULL: the
+ * parameters are the copy). Root: one thread. Transitions: thread per row (g, j) of
+ * [G - 1][K][K]. Inputs: thread per (v, k) of [V][C + 1][K] over c < C (counts [V][C][K]). */
+struct pc_em_update_args {
+    double inv_scale, step, pseudocount;
+    int32_t V, C, K;
+    int64_t trans_rows;
+};
+
+static __global__ void pc_em_update_root(pc_em_update_args u, double *root, long long *n) {
+    pc_em_update_dist(root, n, u.K, 1, u.inv_scale, u.step, u.pseudocount);
+}
+
+template <typename T>
+__global__ void pc_em_update_trans(pc_em_update_args u, double *w, T *copy, long long *n) {
+    const int64_t row = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= u.trans_rows) return;
+    double *p = w + row * u.K;
+    pc_em_update_dist(p, n + row * u.K, u.K, 1, u.inv_scale, u.step, u.pseudocount);
+    if (copy)
+        for (int32_t k = 0; k < u.K; k++) copy[row * u.K + k] = (T)p[k];
+}
+
+template <typename T>
+__global__ void pc_em_update_input(pc_em_update_args u, double *in, T *copy, long long *n) {
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (int64_t)u.V * u.K) return;
+    const int64_t v = idx / u.K, k = idx % u.K;
+    double *p = in + v * (u.C + 1) * u.K + k;
+    pc_em_update_dist(p, n + v * u.C * u.K + k, u.C, u.K, u.inv_scale, u.step, u.pseudocount);
+    if (copy)
+        for (int32_t c = 0; c < u.C; c++)
+            copy[(v * (u.C + 1) + c) * u.K + k] = (T)p[(int64_t)c * u.K];
+}
+
+#endif

@@ -1,0 +1,211 @@
+/* The plan of GPU EM: buffer sizes, the steps of a pass, parameter layouts (em_plan.h). */
+#include "base/fail.h"
+#include "learn/cuda/em_plan.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+void pc_em_plan_free(pc_em_plan *plan) {
+    if (!plan) return;
+    pc_circuit_free(plan->circuit);
+    free(plan->var_group);
+    free(plan);
+}
+
+pc_status pc_em_plan_create(const pc_hclt *model, int64_t chunk, pc_em_plan **out) {
+    if (!out) return pc_fail(PC_ERR_ARG, "GPU EM plan: NULL output");
+    *out = NULL;
+    if (chunk < 1) return pc_fail(PC_ERR_ARG, "GPU EM plan: chunk = %lld", (long long)chunk);
+    pc_em_plan *p = calloc(1, sizeof *p);
+    if (!p) return pc_fail(PC_ERR_NOMEM, "GPU EM plan: out of host memory");
+    pc_status st = pc_circuit_compile(model, &p->circuit);
+    if (st != PC_OK) {
+        pc_em_plan_free(p);
+        return st;
+    }
+    const pc_circuit *c = p->circuit;
+    p->V = c->num_vars;
+    p->C = c->num_cats;
+    p->K = c->num_latents;
+    p->G = c->num_groups;
+    p->L = c->num_layers;
+    p->chunk = chunk;
+    p->var_group = malloc((size_t)p->V * sizeof(int32_t));
+    if (!p->var_group) {
+        const int32_t v = p->V;
+        pc_em_plan_free(p);
+        return pc_fail(PC_ERR_NOMEM, "GPU EM plan: %d variables", v);
+    }
+    for (int32_t g = 0; g < p->G; g++)
+        for (int32_t i = c->var_start[g]; i < c->var_start[g + 1]; i++)
+            p->var_group[c->group_vars[i]] = g;
+    p->max_width = 1;
+    for (int32_t l = 0; l < p->L; l++) {
+        int32_t end = c->layer_start[l + 1] < p->G - 1 ? c->layer_start[l + 1] : p->G - 1;
+        int32_t w = end - c->layer_start[l];
+        p->max_width = w > p->max_width ? w : p->max_width;
+    }
+    *out = p;
+    return PC_OK;
+}
+
+int64_t pc_em_plan_elems(const pc_em_plan *p, pc_em_buf buf) {
+    const int64_t K = p->K, rows = p->chunk * K;
+    switch (buf) {
+    case PC_EM_BUF_W:
+    case PC_EM_BUF_F: return (int64_t)(p->G - 1) * K * K;
+    case PC_EM_BUF_E: return (int64_t)p->G * rows;
+    case PC_EM_BUF_S: return (int64_t)(p->G - 1) * rows;
+    case PC_EM_BUF_U: return (int64_t)p->max_width * rows;
+    }
+    return 0;
+}
+
+double pc_em_plan_bytes(const pc_em_plan *p, int64_t chunk, int elem) {
+    pc_em_plan q = *p;
+    q.chunk = chunk;
+    double bytes = 0;
+    for (int b = 0; b < PC_EM_BUFS; b++) /* the fused path has no U and F */
+        if (!pc_em_plan_fused(p) || (b != PC_EM_BUF_U && b != PC_EM_BUF_F))
+            bytes += (double)pc_em_plan_elems(&q, (pc_em_buf)b) * elem;
+    const double K = p->K, trans = (double)(p->G - 1) * K * K;
+    const double input = (double)p->V * (p->C + 1) * K;
+    bytes += 8.0 * (trans + input + K) * 2;          /* FP64 parameters and int64 counts */
+    if (elem != 8) bytes += (double)elem * input;    /* the input rows in the compute type */
+    bytes += (double)chunk * (4.0 * p->G + 4.0 * p->V + 16); /* offsets, rows x 2, logp, ids */
+    bytes += 8.0 * (double)pc_em_plan_partial_elems(p, chunk);
+    return bytes;
+}
+
+int pc_em_plan_fused(const pc_em_plan *p) { return p->K <= PC_EM_FUSED_MAX_K; }
+
+int32_t pc_em_plan_lanes(const pc_em_plan *p) {
+    int32_t tw = 1;
+    while (tw < p->K && tw < 32) tw *= 2;
+    return tw;
+}
+
+int32_t pc_em_plan_fused_iter(const pc_em_plan *p, int64_t n) {
+    const int64_t subs = PC_EM_ROW_THREADS / pc_em_plan_lanes(p);
+    /* rows of a layer of average width G / L, over the rows one wave of blocks takes at once */
+    const double waves = (double)n * p->G / ((double)p->L * subs * PC_EM_FUSED_BLOCKS);
+    const int64_t iter = (int64_t)ceil(waves);
+    return (int32_t)(iter < 1 ? 1 : iter > PC_EM_FUSED_MAX_ITER ? PC_EM_FUSED_MAX_ITER : iter);
+}
+
+int64_t pc_em_plan_tiles(const pc_em_plan *p, int64_t n) {
+    const int64_t tile = (int64_t)(PC_EM_ROW_THREADS / pc_em_plan_lanes(p)) *
+                         pc_em_plan_fused_iter(p, n);
+    return (n + tile - 1) / tile;
+}
+
+int64_t pc_em_plan_partial_elems(const pc_em_plan *p, int64_t chunk) {
+    if (!pc_em_plan_fused(p)) return 0;
+    /* tiles(n) rises with n while iter stays, falls where iter steps up: its largest value
+     * over n <= chunk is at the last n of some iter, or at chunk */
+    const int64_t subs = PC_EM_ROW_THREADS / pc_em_plan_lanes(p);
+    int64_t most = pc_em_plan_tiles(p, chunk);
+    for (int32_t it = 1; it < PC_EM_FUSED_MAX_ITER; it++) {
+        int64_t n = (int64_t)floor((double)it * p->L * subs * PC_EM_FUSED_BLOCKS / p->G);
+        while (n > 1 && pc_em_plan_fused_iter(p, n) > it) n--; /* rounding of the bound */
+        while (n < chunk && pc_em_plan_fused_iter(p, n + 1) <= it) n++;
+        if (n >= 1 && n <= chunk) {
+            const int64_t t = pc_em_plan_tiles(p, n);
+            most = t > most ? t : most;
+        }
+    }
+    return (int64_t)(p->G - 1) * most * p->K * p->K;
+}
+
+pc_em_gemm pc_em_plan_gemm(const pc_em_plan *p, int64_t n, int32_t g0, int32_t g1, int which) {
+    const int32_t K = p->K;
+    const int64_t kk = (int64_t)K * K, rows = p->chunk * K;
+    pc_em_gemm op = {0};
+    op.lda = op.ldb = op.ldc = K;
+    op.batch = g1 - g0;
+    op.beta = 0;
+    if (which == 0) { /* forward: S_g^cm (K x n) = (W_g^cm)^T E_g^cm */
+        op.trans_a = 1, op.trans_b = 0, op.m = K, op.n = (int32_t)n, op.k = K;
+        op.buf_a = PC_EM_BUF_W, op.a = g0 * kk, op.stride_a = kk;
+        op.buf_b = PC_EM_BUF_E, op.b = g0 * rows, op.stride_b = rows;
+        op.buf_c = PC_EM_BUF_S, op.c = g0 * rows, op.stride_c = rows;
+    } else if (which == 1) { /* flows: F_g^cm (K x K) = E_g^cm (A_g^cm)^T, a sum over rows */
+        op.trans_a = 0, op.trans_b = 1, op.m = K, op.n = K, op.k = (int32_t)n;
+        op.buf_a = PC_EM_BUF_E, op.a = g0 * rows, op.stride_a = rows;
+        op.buf_b = PC_EM_BUF_S, op.b = g0 * rows, op.stride_b = rows;
+        op.buf_c = PC_EM_BUF_F, op.c = g0 * kk, op.stride_c = kk;
+    } else { /* downward: U_g^cm (K x n) = W_g^cm A_g^cm */
+        op.trans_a = 0, op.trans_b = 0, op.m = K, op.n = (int32_t)n, op.k = K;
+        op.buf_a = PC_EM_BUF_W, op.a = g0 * kk, op.stride_a = kk;
+        op.buf_b = PC_EM_BUF_S, op.b = g0 * rows, op.stride_b = rows;
+        op.buf_c = PC_EM_BUF_U, op.c = 0, op.stride_c = rows;
+    }
+    return op;
+}
+
+pc_status pc_em_plan_pass(const pc_em_plan *p, int64_t n, int phases, const pc_em_ops *ops) {
+    if (n < 1 || n > p->chunk)
+        return pc_fail(PC_ERR_ARG, "GPU EM pass: %lld rows, the buffers hold %lld",
+                       (long long)n, (long long)p->chunk);
+    const int32_t *ls = p->circuit->layer_start, root = p->G - 1;
+    const int fused = ops->forward && ops->downward;
+    pc_status st = PC_OK;
+    for (int32_t l = 0; l < p->L && st == PC_OK && (phases & PC_EM_PASS_FORWARD); l++) {
+        const int32_t g0 = ls[l], g1 = ls[l + 1], ge = g1 < root ? g1 : root;
+        if (fused) {
+            st = ops->forward(ops->ctx, n, g0, g1);
+            continue;
+        }
+        st = ops->product(ops->ctx, n, g0, g1);
+        if (st == PC_OK && ge > g0) {
+            const pc_em_gemm op = pc_em_plan_gemm(p, n, g0, ge, 0);
+            st = ops->gemm(ops->ctx, &op);
+        }
+    }
+    for (int32_t l = p->L - 1; l >= 0 && st == PC_OK && (phases & PC_EM_PASS_DOWNWARD); l--) {
+        const int32_t g0 = ls[l], g1 = ls[l + 1], ge = g1 < root ? g1 : root;
+        if (fused) {
+            st = ops->downward(ops->ctx, n, g0, g1);
+            continue;
+        }
+        if (ge > g0) {
+            const pc_em_gemm flows = pc_em_plan_gemm(p, n, g0, ge, 1);
+            const pc_em_gemm down = pc_em_plan_gemm(p, n, g0, ge, 2);
+            st = ops->gemm(ops->ctx, &flows);
+            if (st == PC_OK) st = ops->gemm(ops->ctx, &down);
+        }
+        if (st == PC_OK) st = ops->posterior(ops->ctx, n, g0, g1);
+    }
+    return st;
+}
+
+void pc_em_plan_pack(const pc_em_plan *p, const pc_hclt *m, double *root, double *trans,
+                     double *input) {
+    const pc_circuit *c = p->circuit;
+    const int64_t K = p->K, C = p->C;
+    for (int64_t k = 0; k < K; k++) root[k] = exp(m->root_logw[k]);
+    for (int32_t g = 0; g + 1 < p->G; g++) {
+        const double *src = m->trans_logw + (int64_t)c->group_trans[g] * K * K;
+        for (int64_t i = 0; i < K * K; i++) trans[g * K * K + i] = exp(src[i]);
+    }
+    for (int64_t v = 0; v < p->V; v++)
+        for (int64_t x = 0; x <= C; x++)
+            for (int64_t k = 0; k < K; k++)
+                input[(v * (C + 1) + x) * K + k] =
+                    x == C ? 1.0 : exp(m->input_logp[(v * K + k) * C + x]);
+}
+
+void pc_em_plan_unpack(const pc_em_plan *p, const double *root, const double *trans,
+                       const double *input, pc_hclt *m) {
+    const pc_circuit *c = p->circuit;
+    const int64_t K = p->K, C = p->C;
+    for (int64_t k = 0; k < K; k++) m->root_logw[k] = log(root[k]);
+    for (int32_t g = 0; g + 1 < p->G; g++) {
+        double *dst = m->trans_logw + (int64_t)c->group_trans[g] * K * K;
+        for (int64_t i = 0; i < K * K; i++) dst[i] = log(trans[g * K * K + i]);
+    }
+    for (int64_t v = 0; v < p->V; v++)
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t x = 0; x < C; x++)
+                m->input_logp[(v * K + k) * C + x] = log(input[(v * (C + 1) + x) * K + k]);
+}

@@ -1,0 +1,140 @@
+/* The plan of GPU EM (internal; plain C, so that CI tests it on machines without a GPU).
+ *
+ * GPU EM runs the compiled circuit (pc/circuit.h) layer by layer over a pass of n <= chunk
+ * gathered rows, keeping every group's values for the downward pass. Buffers, all of the
+ * compute type (float or double), row-major, a group's block `chunk` rows apart:
+ *   W [G - 1][K][K]  W_g[j][k] = p(Z_g = k | Z_parent = j), groups in circuit order
+ *   E [G][chunk][K]  forward: e_g(b, k) = P_g(b, k) 2^-off_g(b), max_k in [0.5, 1);
+ *                    after the downward pass: the posterior q_g(b, k) = p(Z_g = k | x_b)
+ *   S [G - 1][chunk][K]  forward: the message s_g(b, j) = sum_k W_g[j][k] e_g(b, k);
+ *                    downward: a_g(b, j) = q_parent(b, j) / s_g(b, j) (0 where s_g = 0)
+ *   U [max_width][chunk][K]  u_g(b, k) = sum_j a_g(b, j) W_g[j][k] of one layer's groups
+ *   F [G - 1][K][K]  F_g[j][k] = sum_b a_g(b, j) e_g(b, k); the edge's expected counts are
+ *                    W_g[j][k] F_g[j][k]
+ * The root is the last group and alone in the last layer.
+ *
+ * One pass (pc_em_plan_pass): forward, layer by layer from the leaves, the product of each
+ * group (inputs times children's messages, scaled by a power of two; the root also gives
+ * log p(x)) and one strided-batched GEMM per layer for its messages, S_g = E_g W_g^T; then
+ * from the root down, per layer, the flow GEMM F_g = A_g^T E_g and the posterior GEMM
+ * U_g = A_g W_g, then the posteriors q_g = e_g u_g (the root: w e / sum w e), which also turn
+ * every child's message into its ratio a_c = q_g / s_c in place. Each GEMM is described in
+ * cuBLAS's column-major terms: a row-major [rows][K] block is a K x rows matrix with ld = K. */
+#ifndef PC_LEARN_EM_PLAN_H
+#define PC_LEARN_EM_PLAN_H
+
+#include <stdint.h>
+
+#include "pc/circuit.h"
+#include "pc/hclt.h"
+#include "pc/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum pc_em_buf {
+    PC_EM_BUF_W,
+    PC_EM_BUF_E,
+    PC_EM_BUF_S,
+    PC_EM_BUF_U,
+    PC_EM_BUF_F
+} pc_em_buf;
+#define PC_EM_BUFS 5
+
+/* Threads of a block of the row kernels. */
+#define PC_EM_ROW_THREADS 256
+/* Small K (<= 32) runs each layer as one fused forward and one fused downward kernel
+ * (em_fused.cuh) instead of products, GEMMs and posteriors; a block takes one group and a tile
+ * of (256 / tw) * iter rows (tw = K rounded up to a power of two, a row to tw lanes; iter rows
+ * one after the other per sub-warp) and leaves the tile's flows in P [G - 1][tiles][K][K]
+ * (FP64), which the pass's end sums in tile order. iter grows with the pass's rows so that a
+ * layer of average width fills about PC_EM_FUSED_BLOCKS blocks (one wave on an H200): few
+ * rows in a row keep a layer's latency short, more rows per block keep P small. It depends on
+ * the model and n only, not on the GPU, so the sums' order does not either. */
+#define PC_EM_FUSED_MAX_K 32
+#define PC_EM_FUSED_MAX_ITER 8
+#define PC_EM_FUSED_BLOCKS 1024
+
+typedef struct pc_em_plan {
+    pc_circuit *circuit; /* owned */
+    int32_t V, C, K, G, L;
+    int32_t *var_group; /* [V] the group whose latent each variable has */
+    int32_t max_width;  /* most non-root groups in one layer (>= 1) */
+    int64_t chunk;      /* rows per pass the buffers hold */
+} pc_em_plan;
+
+/* Compiles the model and derives the plan for passes of up to `chunk` rows. */
+pc_status pc_em_plan_create(const pc_hclt *model, int64_t chunk, pc_em_plan **out);
+void pc_em_plan_free(pc_em_plan *plan);
+
+/* Elements of a buffer. */
+int64_t pc_em_plan_elems(const pc_em_plan *plan, pc_em_buf buf);
+
+/* The fused path: whether the plan takes it (K <= PC_EM_FUSED_MAX_K); lanes per row (tw); rows
+ * per sub-warp (iter) and tiles for a pass of n rows; the elements of P for any pass of up to
+ * `chunk` rows (0 when not fused). */
+int pc_em_plan_fused(const pc_em_plan *plan);
+int32_t pc_em_plan_lanes(const pc_em_plan *plan);
+int32_t pc_em_plan_fused_iter(const pc_em_plan *plan, int64_t n);
+int64_t pc_em_plan_tiles(const pc_em_plan *plan, int64_t n);
+int64_t pc_em_plan_partial_elems(const pc_em_plan *plan, int64_t chunk);
+
+/* Device bytes GPU EM needs for passes of `chunk` rows in a compute type of `elem` bytes: the
+ * buffers (without U and F on the fused path, with P), the parameters and counts, offsets,
+ * gathered rows and log-likelihoods. */
+double pc_em_plan_bytes(const pc_em_plan *plan, int64_t chunk, int elem);
+
+/* C = op(A) op(B) + beta C, column-major, `batch` times with the given strides (elements);
+ * a, b, c are element offsets into buffers buf_a, buf_b, buf_c. */
+typedef struct pc_em_gemm {
+    int trans_a, trans_b;
+    int32_t m, n, k;
+    pc_em_buf buf_a, buf_b, buf_c;
+    int64_t a, b, c;
+    int32_t lda, ldb, ldc;
+    int64_t stride_a, stride_b, stride_c;
+    int32_t batch;
+    double beta;
+} pc_em_gemm;
+
+/* The steps of a pass, done by an executor (the CUDA one, or a CPU one in the tests). */
+typedef struct pc_em_ops {
+    void *ctx;
+    /* Products of groups [g0, g1) of one layer over n rows (the root also writes log p(x)). */
+    pc_status (*product)(void *ctx, int64_t n, int32_t g0, int32_t g1);
+    pc_status (*gemm)(void *ctx, const pc_em_gemm *op);
+    /* Posteriors of groups [g0, g1) of one layer, children's ratios in place. */
+    pc_status (*posterior)(void *ctx, int64_t n, int32_t g0, int32_t g1);
+    /* The fused path, both or neither: a layer's products and messages (forward), and its
+     * flows, posteriors and children's ratios (downward), in place of the three above. */
+    pc_status (*forward)(void *ctx, int64_t n, int32_t g0, int32_t g1);
+    pc_status (*downward)(void *ctx, int64_t n, int32_t g0, int32_t g1);
+} pc_em_ops;
+
+/* The batched GEMM of groups [g0, g1) (non-root, one layer) of a pass of n rows: which = 0 the
+ * messages S = E W^T, 1 the flows F = A^T E, 2 the downward U = A W. */
+pc_em_gemm pc_em_plan_gemm(const pc_em_plan *plan, int64_t n, int32_t g0, int32_t g1, int which);
+
+/* What a pass runs: the forward (up to log p(x)) and the downward step (posteriors, ratios and
+ * what the flows read); a benchmark times them apart. */
+#define PC_EM_PASS_FORWARD 1
+#define PC_EM_PASS_DOWNWARD 2
+
+/* Runs the `phases` of one pass over n (1 <= n <= chunk) gathered rows through ops: forward and
+ * downward per layer when ops has them, else products, GEMMs and posteriors. */
+pc_status pc_em_plan_pass(const pc_em_plan *plan, int64_t n, int phases, const pc_em_ops *ops);
+
+/* The model's parameters as probabilities in the plan's layouts: root [K]; trans [G - 1][K][K]
+ * by group; input [V][C + 1][K], whose row C (a missing value) is all ones. */
+void pc_em_plan_pack(const pc_em_plan *plan, const pc_hclt *model, double *root, double *trans,
+                     double *input);
+/* The inverse: natural logs into model (same shape and structure as the plan's). */
+void pc_em_plan_unpack(const pc_em_plan *plan, const double *root, const double *trans,
+                       const double *input, pc_hclt *model);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
