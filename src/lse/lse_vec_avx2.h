@@ -79,6 +79,7 @@ static inline vi vi_sub(vi a, vi b) { return _mm256_sub_epi32(a, b); }
 static inline vi vi_max(vi a, vi b) { return _mm256_max_epi32(a, b); }
 static inline vi vi_min(vi a, vi b) { return _mm256_min_epi32(a, b); }
 static inline vi vi_and(vi a, vi b) { return _mm256_and_si256(a, b); }
+static inline vi vi_slli(vi a, int s) { return _mm256_slli_epi32(a, s); }
 static inline vi vi_srli(vi a, int s) { return _mm256_srli_epi32(a, s); }
 static inline vi vi_srai(vi a, int s) { return _mm256_srai_epi32(a, s); }
 /* Per 32-bit lane: lo16(a) lo16(b) + hi16(a) hi16(b), signed 16-bit products. */
@@ -89,6 +90,24 @@ static inline vi vi_gather(const uint32_t *table, vi idx) {
 }
 /* Float lanes to int32, rounded to nearest even; NaN and out of range give INT32_MIN. */
 static inline vi vf_to_vi(vf v) { return _mm256_cvtps_epi32(v); }
+static inline vf vi_to_vf(vi v) { return _mm256_cvtepi32_ps(v); }
+/* The same 32 bits seen as the other type. */
+static inline vi vf_bits(vf v) { return _mm256_castps_si256(v); }
+static inline vf vi_bits(vi v) { return _mm256_castsi256_ps(v); }
+static inline vi vi_mul(vi a, vi b) { return _mm256_mullo_epi32(a, b); }
+/* 8 uint16s of p, zero-extended to int32 lanes. */
+static inline vi vi_load_u16(const uint16_t *p) {
+    return _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+}
+/* base[idx] per lane. */
+static inline vf vf_gather(const float *base, vi idx) { return _mm256_i32gather_ps(base, idx, 4); }
+/* Smallest lane, as int32. */
+static inline int32_t vi_hmin(vi v) {
+    __m128i m = _mm_min_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    m = _mm_min_epi32(m, _mm_shuffle_epi32(m, 0x4e));
+    m = _mm_min_epi32(m, _mm_shuffle_epi32(m, 0xb1));
+    return _mm_cvtsi128_si32(m);
+}
 
 /* The first n int32s of p, the other lanes 0. */
 static inline vi vi_load_part(const int32_t *p, int64_t n) {

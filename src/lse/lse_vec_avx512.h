@@ -63,6 +63,7 @@ static inline vi vi_sub(vi a, vi b) { return _mm512_sub_epi32(a, b); }
 static inline vi vi_max(vi a, vi b) { return _mm512_max_epi32(a, b); }
 static inline vi vi_min(vi a, vi b) { return _mm512_min_epi32(a, b); }
 static inline vi vi_and(vi a, vi b) { return _mm512_and_si512(a, b); }
+static inline vi vi_slli(vi a, int s) { return _mm512_slli_epi32(a, (unsigned)s); }
 static inline vi vi_srli(vi a, int s) { return _mm512_srli_epi32(a, (unsigned)s); }
 static inline vi vi_srai(vi a, int s) { return _mm512_srai_epi32(a, (unsigned)s); }
 /* Per 32-bit lane: lo16(a) lo16(b) + hi16(a) hi16(b), signed 16-bit products. */
@@ -73,6 +74,19 @@ static inline vi vi_gather(const uint32_t *table, vi idx) {
 }
 /* Float lanes to int32, rounded to nearest even; NaN and out of range give INT32_MIN. */
 static inline vi vf_to_vi(vf v) { return _mm512_cvtps_epi32(v); }
+static inline vf vi_to_vf(vi v) { return _mm512_cvtepi32_ps(v); }
+/* The same 32 bits seen as the other type. */
+static inline vi vf_bits(vf v) { return _mm512_castps_si512(v); }
+static inline vf vi_bits(vi v) { return _mm512_castsi512_ps(v); }
+static inline vi vi_mul(vi a, vi b) { return _mm512_mullo_epi32(a, b); }
+/* 16 uint16s of p, zero-extended to int32 lanes. */
+static inline vi vi_load_u16(const uint16_t *p) {
+    return _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
+}
+/* base[idx] per lane. */
+static inline vf vf_gather(const float *base, vi idx) { return _mm512_i32gather_ps(idx, base, 4); }
+/* Smallest lane, as int32. */
+static inline int32_t vi_hmin(vi v) { return _mm512_reduce_min_epi32(v); }
 
 /* The first n int32s of p, the other lanes 0. */
 static inline vi vi_load_part(const int32_t *p, int64_t n) {
