@@ -1,10 +1,16 @@
 /* Helpers shared by the CPU backends. */
+#if defined(__linux__)
+#define _DEFAULT_SOURCE /* madvise(MADV_HUGEPAGE) */
+#endif
 #include "eval/cpu/cpu_common.h"
 
 #include <math.h>
 #include <stdlib.h>
 
 #include <omp.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 double pc_cpu_input_row(const pc_circuit *c, int32_t v, int32_t cat, double *rel) {
     const int32_t K = c->num_latents, C = c->num_cats;
@@ -100,8 +106,14 @@ int64_t pc_cpu_lane_block_size(size_t bytes_per_sample) {
     return b;
 }
 
-void *pc_cpu_alloc_lines(size_t bytes) {
-    return aligned_alloc(64, (bytes + 64) / 64 * 64); /* at least one line, even for 0 */
+void *pc_cpu_alloc_table(size_t bytes) {
+    const size_t huge = (size_t)2 << 20;
+    if (bytes < huge) return aligned_alloc(64, (bytes + 64) / 64 * 64); /* 0 gives one line */
+    void *p = aligned_alloc(huge, (bytes + huge - 1) / huge * huge);
+#if defined(MADV_HUGEPAGE)
+    if (p) madvise(p, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE); /* a hint: may fail */
+#endif
+    return p;
 }
 
 int pc_cpu_thread_bufs_alloc(pc_cpu_thread_bufs *b, int threads, size_t scratch_bytes,

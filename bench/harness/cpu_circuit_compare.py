@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""pcinfer's CPU circuit backends (cpu-fuse, cpu, ref) against the torch peer
+(cpu_torch_hclt.py) on MNIST HCLTs, side by side in one process: images/s, the multiply-add
+rate against one core's measured FP32 peak, and the error against FP64 on the MNIST test set.
+
+Timing: every round times one pass of each method over the same images, methods interleaved,
+rounds repeated (--rounds); each cell is the median round. On one thread the clock is the
+thread's CPU time (time.thread_time: pc_evaluate and torch both run on the calling thread
+then), so other jobs on a shared machine do not count; on several threads it is wall time.
+torch runs at its best batch size, found first by a sweep per model and thread count. ref is
+timed on the first --ref-images images only (it is 10-100x slower). pcinfer is called through
+ctypes on BUILD/src/libpcinfer.so with one pc_evaluate call per pass.
+
+Peak: one thread's FP32 multiply-add rate in MKL's sgemm (torch.mm of 2048 x 2048, the best of
+3), i.e. what this core sustains in practice; the nominal peak is printed beside it.
+
+usage: cpu_circuit_compare.py [--build B] [--data T10K] [--models K=PATH,...] [--rounds 5]
+                              [--images 10000] [--kernels cpu-fuse,cpu,ref,torch] [--threads 1,2]
+                              [--no-write]
+--models defaults to the shipped K = 16 model; give learned K = 32 and K = 64 models (pclearn).
+Writes bench/results/current/cpu_circuit_<machine>.json and .md (bench/machine.py names it).
+"""
+import argparse
+import ctypes
+import datetime
+import json
+import os
+import re
+import statistics
+import sys
+import time
+
+import h5py
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))  # bench/
+from cpu_torch_hclt import TorchHclt, read_idx_images  # noqa: E402
+from machine import CURRENT, cpu_name, read_cpuinfo  # noqa: E402
+
+BACKENDS = {"ref": 0, "cpu": 1, "cpu-fuse": 2}
+TORCH_BATCHES = (64, 128, 256, 512, 1024, 2048)
+
+
+class EvalOpts(ctypes.Structure):
+    _fields_ = [("backend", ctypes.c_int), ("max_batch", ctypes.c_int64), ("threads", ctypes.c_int)]
+
+
+class Pcinfer:
+    """ctypes binding of the evaluator API (include/pc/eval.h)."""
+
+    def __init__(self, build):
+        self.lib = L = ctypes.CDLL(os.path.join(build, "src", "libpcinfer.so"))
+        vp, i64 = ctypes.c_void_p, ctypes.c_int64
+        L.pc_last_error.restype = ctypes.c_char_p
+        L.pc_hclt_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(vp)]
+        L.pc_circuit_compile.argtypes = [vp, ctypes.POINTER(vp)]
+        L.pc_evaluator_create.argtypes = [vp, ctypes.POINTER(EvalOpts), ctypes.POINTER(vp)]
+        L.pc_evaluator_free.argtypes = [vp]
+        # pc_evaluate gained the data's width after this script was written: read which form
+        # this tree declares.
+        with open(os.path.join(ROOT, "include", "pc", "eval.h")) as f:
+            decl = re.search(r"pc_evaluate\(([^;]*)\);", f.read()).group(1)
+        self.with_width = "width" in decl
+        L.pc_evaluate.argtypes = [vp, vp, vp, i64] + ([i64] if self.with_width else []) + [vp]
+
+    def check(self, status, what):
+        if status != 0:
+            sys.exit("%s: %s" % (what, self.lib.pc_last_error().decode()))
+
+    def circuit(self, path):
+        m, c = ctypes.c_void_p(), ctypes.c_void_p()
+        self.check(self.lib.pc_hclt_load(path.encode(), ctypes.byref(m)), path)
+        self.check(self.lib.pc_circuit_compile(m, ctypes.byref(c)), path)
+        return c
+
+    def evaluator(self, circuit, kernel, n, threads):
+        e = ctypes.c_void_p()
+        opts = EvalOpts(BACKENDS[kernel], n, threads)
+        self.check(self.lib.pc_evaluator_create(circuit, ctypes.byref(opts), ctypes.byref(e)),
+                   kernel)
+        return e
+
+    def evaluate(self, e, x):
+        out = np.empty(len(x), dtype=np.float64)
+        args = [e, x.ctypes.data, None, len(x)] + ([x.shape[1]] if self.with_width else [])
+        self.check(self.lib.pc_evaluate(*args, out.ctypes.data), "pc_evaluate")
+        return out
+
+
+def clock(threads):
+    return time.thread_time if threads == 1 else time.perf_counter
+
+
+def timed(fn, threads):
+    c = clock(threads)
+    t0 = c()
+    fn()
+    return c() - t0
+
+
+def sgemm_peak():
+    """One thread's FP32 multiply-adds per second in sgemm (2048^3), best of 3."""
+    torch.set_num_threads(1)
+    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+    torch.mm(a, b)
+    best = min(timed(lambda: torch.mm(a, b), 1) for _ in range(3))
+    return 2048.0**3 / best
+
+
+def model_macs(path):
+    """Multiply-adds per image in the sum layers: K^2 per transition row, K for the root."""
+    with h5py.File(path, "r") as f:
+        T, K = f["params/trans_logw"].shape[0], int(f.attrs["num_latents"])
+    return T * K * K + K, K
+
+
+def find_mnist():
+    for d in ("datasets/mnist", "../shared/datasets/mnist"):
+        p = os.path.join(ROOT, d, "t10k-images-idx3-ubyte.gz")
+        if os.path.exists(p):
+            return p
+    sys.exit("MNIST test images not found: pass --data")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--data", default=None)
+    ap.add_argument("--models", default="16=" + os.path.join(ROOT, "models", "mnist.h5"))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--images", type=int, default=10000)
+    ap.add_argument("--ref-images", type=int, default=2000)
+    ap.add_argument("--kernels", default="cpu-fuse,cpu,ref,torch")
+    ap.add_argument("--threads", default="1,%d" % os.cpu_count())
+    ap.add_argument("--no-write", action="store_true")
+    a = ap.parse_args()
+    x = np.ascontiguousarray(read_idx_images(a.data or find_mnist(), a.images))
+    lib = Pcinfer(os.path.abspath(a.build))
+    kernels = a.kernels.split(",")
+    thread_counts = [int(t) for t in a.threads.split(",")]
+    peak = sgemm_peak()
+    model_name, flags = read_cpuinfo()
+    res = {"date": datetime.date.today().isoformat(), "cpu": model_name, "cores": os.cpu_count(),
+           "flags": [f for f in flags if f.startswith("avx") or f == "fma"],
+           "isa": os.environ.get("PC_CPU_ISA", "best"), "torch": torch.__version__,
+           "sgemm_fma_per_s": peak, "load_before": os.getloadavg(), "rounds": a.rounds,
+           "images": len(x), "ref_images": min(a.ref_images, len(x)), "models": []}
+    print("sgemm peak, 1 thread: %.1f G FMA/s" % (peak / 1e9), file=sys.stderr)
+    for spec in a.models.split(","):
+        K, path = spec.split("=", 1)
+        macs, _ = model_macs(path)
+        circuit = lib.circuit(path)
+        ref_all = lib.evaluate(lib.evaluator(circuit, "ref", len(x), 0), x)
+        entry = {"K": int(K), "path": os.path.relpath(path, ROOT), "macs_per_image": macs,
+                 "accuracy": {}, "timing": []}
+        for t in thread_counts:
+            methods = {}
+            for k in kernels:
+                if k == "torch":
+                    peer = TorchHclt(path, t)
+                    sub = x[:2000]
+                    rates = {b: len(sub) / timed(lambda: peer.score(sub, b), t)
+                             for b in TORCH_BATCHES}
+                    best = max(rates, key=rates.get)
+                    methods["torch"] = (lambda p=peer, b=best: p.score(x, b), len(x), best)
+                    if t == thread_counts[0]:
+                        d = np.abs(peer.score(x, best).numpy() - ref_all)
+                        entry["accuracy"]["torch"] = [float(d.mean()), float(d.max())]
+                    continue
+                e = lib.evaluator(circuit, k, len(x), t)
+                xs = x[: a.ref_images] if k == "ref" else x
+                methods[k] = (lambda e=e, xs=xs: lib.evaluate(e, xs), len(xs), None)
+                if k != "ref" and t == thread_counts[0]:
+                    d = np.abs(lib.evaluate(e, x) - ref_all)
+                    entry["accuracy"][k] = [float(d.mean()), float(d.max())]
+            runs = {k: [] for k in methods}
+            for _ in range(a.rounds):
+                torch.set_num_threads(t)
+                for k, (fn, n, _) in methods.items():
+                    runs[k].append(n / timed(fn, t))
+            for k, (fn, n, batch) in methods.items():
+                ips = statistics.median(runs[k])
+                row = {"threads": t, "method": k, "images_per_second": ips, "runs": runs[k],
+                       "fma_per_s": ips * macs, "fraction_of_sgemm_peak": ips * macs / (peak * t),
+                       "clock": "thread CPU" if t == 1 else "wall"}
+                if batch:
+                    row["batch"] = batch
+                entry["timing"].append(row)
+                print("K=%s threads=%d %-8s %9.0f images/s  %5.1f%% of peak" %
+                      (K, t, k, ips, 100 * row["fraction_of_sgemm_peak"]), file=sys.stderr)
+        res["models"].append(entry)
+        for k, (mean, mx) in entry["accuracy"].items():
+            print("K=%s %-8s |delta| vs ref mean %.2e max %.2e" % (K, k, mean, mx), file=sys.stderr)
+    res["load_after"] = os.getloadavg()
+    if not a.no_write:
+        write(res)
+
+
+def write(res):
+    base = os.path.join(CURRENT, "cpu_circuit_" + cpu_name(res["cpu"], res["cores"]))
+    with open(base + ".json.tmp", "w") as f:
+        json.dump(res, f, indent=1)
+    os.replace(base + ".json.tmp", base + ".json")
+    lines = [
+        "# CPU circuit backends against a torch implementation, MNIST HCLTs",
+        "",
+        "%s, %s; %d logical CPUs; torch %s (MKL); %s; pcinfer ISA: %s." % (
+            res["date"], res["cpu"], res["cores"], res["torch"], " ".join(res["flags"]),
+            res["isa"]),
+        "%d MNIST test images (ref: the first %d), %d interleaved rounds, median; 1 thread: "
+        "thread CPU time, more: wall time. Peak: 1 thread's sgemm rate, %.1f G FMA/s. Load "
+        "average before %.1f, after %.1f." % (
+            res["images"], res["ref_images"], res["rounds"], res["sgemm_fma_per_s"] / 1e9,
+            res["load_before"][0], res["load_after"][0]),
+        "",
+        "| K | threads | torch (batch) | cpu-fuse | cpu (IntLSE) | ref | fuse / torch | "
+        "cpu / fuse | fuse % of peak | cpu % | torch % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for m in res["models"]:
+        for t in sorted({r["threads"] for r in m["timing"]}):
+            r = {x["method"]: x for x in m["timing"] if x["threads"] == t}
+            ips = {k: v["images_per_second"] for k, v in r.items()}
+            pct = {k: "%.1f" % (100 * v["fraction_of_sgemm_peak"]) for k, v in r.items()}
+            g = lambda k, f="%.0f": f % ips[k] if k in ips else "-"  # noqa: E731
+            ratio = lambda a, b: "%.2f" % (ips[a] / ips[b]) if a in ips and b in ips else "-"  # noqa
+            lines.append("| %d | %d | %s (%s) | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                m["K"], t, g("torch"), r.get("torch", {}).get("batch", "-"), g("cpu-fuse"),
+                g("cpu"), g("ref"), ratio("cpu-fuse", "torch"), ratio("cpu", "cpu-fuse"),
+                pct.get("cpu-fuse", "-"), pct.get("cpu", "-"), pct.get("torch", "-")))
+    lines += ["", "Mean and max |delta| against ref (FP64), nats per image, all images:", "",
+              "| K | method | mean | max |", "|---|---|---|---|"]
+    for m in res["models"]:
+        for k, (mean, mx) in m["accuracy"].items():
+            lines.append("| %d | %s | %.2e | %.2e |" % (m["K"], k, mean, mx))
+    with open(base + ".md.tmp", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(base + ".md.tmp", base + ".md")
+    print(base + ".md", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
