@@ -52,6 +52,7 @@ static inline vf vi_bits(vi v) { return pc_bits_to_f32((uint32_t)v); }
 static inline vi vi_load_u16(const uint16_t *p) { return *p; }
 static inline vf vf_gather(const float *base, vi idx) { return base[idx]; }
 static inline int32_t vi_hmin(vi v) { return v; }
+static inline void vf_transpose(vf r[1]) { (void)r; }
 /* 2^t for t in [-126, 0] (the scalar twin of the SIMD exp2). */
 static inline vf vf_exp2(vf t) { return pc_exp2_poly(t); }
 

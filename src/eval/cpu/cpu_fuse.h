@@ -16,7 +16,8 @@ typedef struct pc_cpu_fuse_state {
     int threads;
     int64_t block;    /* samples per block: a multiple of PC_CPU_LANE_BLOCK */
     pc_cpu_schedule sched;
-    float *in_rel;    /* [V, C + 1, K]; category C = missing (the marginal) */
+    float *in_rel;    /* [V, C + 1, K] + PC_CPU_LANE_BLOCK; category C = missing (the
+                         marginal) */
     double *in_off;   /* [V, C + 1] */
     int64_t k_pad;    /* K rounded up to a multiple of PC_FUSE_PAD */
     float *w_t;       /* [T, K (k), k_pad (j)]: exp(trans_logw[t, j, k]), transposed so that the
@@ -24,8 +25,8 @@ typedef struct pc_cpu_fuse_state {
     float *root_exp;  /* [K] */
     /* Per thread, with B = block: float scratch: msg [num_slots, K, B], d [K, B], e [K, B],
      * raw [16 x 16] (a register tile's sums, for its exact fallback), root [B];
-     * double offsets: moff [num_slots, B], off [B]; wide (uint16): x [V, B] (category C for a
-     * missing value), transposed so that a variable's values of a block are consecutive. */
+     * double offsets: tot [B]; wide (uint16): x [V, B] (category C for a missing value),
+     * transposed so that a variable's values of a block are consecutive. */
     pc_cpu_thread_bufs bufs;
     /* The block kernel for this CPU's instruction set. */
     void (*kernel)(void *state, int thread, const uint8_t *x, const uint8_t *missing,

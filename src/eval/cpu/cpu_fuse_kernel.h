@@ -3,15 +3,17 @@
  * function's name) and PC_FUSE_JT (outputs per register tile: 16 for AVX-512, 4 otherwise),
  * then includes this file.
  *
- * Lane layout: a block's node values are [K, B], samples in vector lanes, so that every step
- * of a sum layer is whole vectors across samples whatever K is (odd K included) and nothing is
- * reduced across lanes. Per group g, in the order of pc_cpu_schedule (see cpu_fuse.c for the
- * offsets):
- *   P[k, b]  = sum of input relatives (gathered: one row per sample) + child messages (FP32)
+ * Lane layout: a block's node values are [K, B] per group, samples in vector lanes, so that
+ * every step of a sum layer is whole vectors across samples whatever K is (odd K included) and
+ * nothing is reduced across lanes. Per group g, in the order of pc_cpu_schedule:
+ *   P[k, b]  = sum of input relatives + child messages (FP32); the input rows are loaded per
+ *              sample (K consecutive floats) and transposed in registers, PC_VEC_W x PC_VEC_W
  *   m[b]     = max_k P[k, b], d = P - m (<= 0), e = exp(d)
  *   S[j, b]  = sum_k W[j, k] e[k, b]: a [K, K] x [K, B] product in register tiles of
  *              PC_FUSE_JT outputs x 16 samples, weights broadcast from memory
- *   msg[j, b] = log S[j, b], moff[b] = off[b] + m[b] (FP64).
+ *   msg[j, b] = log S[j, b]
+ * The offsets need no per-group bookkeeping: log p(x) = sum over variables of in_off[v, x_v] +
+ * sum over groups of m + the root's log, added per sample in FP64 (tot[b]).
  * A tile holding a sum below 2^-60 recomputes those outputs exactly in FP64. */
 #include <float.h>
 #include <math.h>
@@ -89,14 +91,21 @@ static void tile_fallback(const float *raw, int64_t jn, const double *logw, int6
                 out[jt * B + l] = (float)exact_output(logw + jt * lw_stride, d + l, B, K);
 }
 
-/* xt[v, b] = x[b, v], or C where missing (C may be 256, hence 16 bits); lanes nb..nbl-1 get category 0 (scored, unused). */
-static void transpose_block(const uint8_t *x, const uint8_t *missing, int64_t nb, int64_t nbl,
-                            int64_t V, int64_t C, int64_t B, uint16_t *xt) {
-    for (int64_t b = 0; b < nb; b++)
-        for (int64_t v = 0; v < V; v++)
-            xt[v * B + b] = missing && missing[b * V + v] ? (uint16_t)C : x[b * V + v];
-    for (int64_t v = 0; v < V; v++)
-        for (int64_t b = nb; b < nbl; b++) xt[v * B + b] = 0;
+/* xt[v, b] = x[b, v], or C where missing (C may be 256, hence 16 bits); lanes nb..nbl-1 get
+ * category 0 (scored, unused). tot[b] = the sum of the inputs' FP64 offsets. */
+static void transpose_block(const pc_cpu_fuse_state *s, const uint8_t *x, const uint8_t *missing,
+                            int64_t nb, int64_t nbl, uint16_t *xt, double *tot) {
+    const int64_t V = s->c->num_vars, C = s->c->num_cats, C1 = C + 1, B = s->block;
+    for (int64_t b = 0; b < nbl; b++) {
+        const uint8_t *xb = x + b * V, *mb = missing ? missing + b * V : NULL;
+        double sum = 0.0;
+        for (int64_t v = 0; v < V; v++) {
+            const uint16_t cat = b >= nb ? 0 : mb && mb[v] ? (uint16_t)C : xb[v];
+            xt[v * B + b] = cat;
+            sum += s->in_off[v * C1 + cat];
+        }
+        tot[b] = sum;
+    }
 }
 
 /* The input rows of group g for every lane of the block, towards L1. */
@@ -115,26 +124,32 @@ static void prefetch_inputs(const pc_cpu_fuse_state *s, int64_t g, const uint16_
     }
 }
 
-/* P = the input relatives of group g's variables, off = their offsets (both [.., B]). */
-static void gather_inputs(const pc_cpu_fuse_state *s, int64_t g, const uint16_t *xt, int64_t nbl,
-                          float *P, double *off) {
+/* P = the input relatives of group g's variables ([K, B]): PC_VEC_W rows at a time (one per
+ * lane), PC_VEC_W floats of each, transposed into k-vectors. The table has PC_CPU_LANE_BLOCK
+ * floats of padding, so a load past the last row's end stays in bounds. */
+static void gather_inputs(const pc_cpu_fuse_state *s, int64_t g, const uint16_t *xt,
+                          int64_t nbl, float *P) {
     const pc_circuit *c = s->c;
     const int64_t K = c->num_latents, C1 = (int64_t)c->num_cats + 1, B = s->block;
-    const vi vK = vi_set1((int32_t)K);
     for (int32_t i = c->var_start[g]; i < c->var_start[g + 1]; i++) {
         const int64_t v = c->group_vars[i];
         const float *base = s->in_rel + v * C1 * K;
-        const double *ob = s->in_off + v * C1;
         const uint16_t *xv = xt + v * B;
         const int first = i == c->var_start[g];
         for (int64_t b = 0; b < nbl; b += PC_VEC_W) {
-            const vi idx = vi_mul(vi_load_u16(xv + b), vK);
-            for (int64_t k = 0; k < K; k++) {
-                vf r = vf_gather(base + k, idx);
-                vf_store(P + k * B + b, first ? r : vf_add(vf_load(P + k * B + b), r));
+            const float *rows[PC_VEC_W];
+            for (int l = 0; l < PC_VEC_W; l++) rows[l] = base + (int64_t)xv[b + l] * K;
+            for (int64_t k0 = 0; k0 < K; k0 += PC_VEC_W) {
+                vf r[PC_VEC_W];
+                for (int l = 0; l < PC_VEC_W; l++) r[l] = vf_load(rows[l] + k0);
+                vf_transpose(r);
+                const int64_t kn = K - k0 < PC_VEC_W ? K - k0 : PC_VEC_W;
+                for (int64_t q = 0; q < kn; q++) {
+                    float *at = P + (k0 + q) * B + b;
+                    vf_store(at, first ? r[q] : vf_add(vf_load(at), r[q]));
+                }
             }
         }
-        for (int64_t b = 0; b < nbl; b++) off[b] = (first ? 0.0 : off[b]) + ob[xv[b]];
     }
 }
 
@@ -142,28 +157,25 @@ void PC_FUSE_BLOCK(void *p, int thread, const uint8_t *x, const uint8_t *missing
                    double *logp) {
     const pc_cpu_fuse_state *s = p;
     const pc_circuit *c = s->c;
-    const int64_t K = c->num_latents, C = c->num_cats, V = c->num_vars, G = c->num_groups,
-                  B = s->block, kp = s->k_pad, KB = K * B;
+    const int64_t K = c->num_latents, G = c->num_groups, B = s->block, kp = s->k_pad, KB = K * B;
     const int64_t nbl = (nb + PC_CPU_LANE_BLOCK - 1) / PC_CPU_LANE_BLOCK * PC_CPU_LANE_BLOCK;
     const int32_t *order = s->sched.order, *slot = s->sched.slot;
     float *msg = s->bufs.scratch[thread]; /* [num_slots, K, B] */
     float *d = msg + s->sched.num_slots * KB, *e = d + KB, *raw = e + KB;
     float *root = raw + 16 * PC_CPU_LANE_BLOCK;
-    double *moff = s->bufs.offsets[thread], *off = moff + s->sched.num_slots * B;
+    double *tot = s->bufs.offsets[thread];
     uint16_t *xt = s->bufs.wide[thread];
-    transpose_block(x, missing, nb, nbl, V, C, B, xt);
+    transpose_block(s, x, missing, nb, nbl, xt, tot);
     for (int64_t i = 0; i < PREFETCH_AHEAD && i < G; i++) prefetch_inputs(s, order[i], xt, nbl);
     for (int64_t i = 0; i < G; i++) {
         const int64_t g = order[i], t = c->group_trans[g];
         if (i + PREFETCH_AHEAD < G) prefetch_inputs(s, order[i + PREFETCH_AHEAD], xt, nbl);
-        gather_inputs(s, g, xt, nbl, d, off);
+        gather_inputs(s, g, xt, nbl, d);
         for (int32_t ci = c->child_start[g]; ci < c->child_start[g + 1]; ci++) {
-            const int64_t at = slot[c->group_children[ci]];
-            const float *m = msg + at * KB;
+            const float *m = msg + slot[c->group_children[ci]] * KB;
             for (int64_t k = 0; k < K; k++)
                 for (int64_t b = 0; b < nbl; b += PC_VEC_W)
                     vf_store(d + k * B + b, vf_add(vf_load(d + k * B + b), vf_load(m + k * B + b)));
-            for (int64_t b = 0; b < nbl; b++) off[b] += moff[at * B + b];
         }
         /* m = -inf (every state has probability 0) shifts by -FLT_MAX: d stays -inf there. */
         for (int64_t b = 0; b < nbl; b += PC_VEC_W) {
@@ -174,15 +186,14 @@ void PC_FUSE_BLOCK(void *p, int thread, const uint8_t *x, const uint8_t *missing
                 vf_store(d + k * B + b, dk);
                 vf_store(e + k * B + b, pc_fuse_exp_nonpos(dk));
             }
-            vf_store(root + b, m); /* the shift, read by the offsets below */
+            vf_store(root + b, m);
         }
-        for (int64_t b = 0; b < nbl; b++)
-            off[b] = root[b] == -FLT_MAX ? -INFINITY : off[b] + (double)root[b];
+        for (int64_t b = 0; b < nbl; b++) tot[b] += root[b] == -FLT_MAX ? -INFINITY : root[b];
         if (t < 0) {
             for (int64_t b0 = 0; b0 < nbl; b0 += PC_CPU_LANE_BLOCK)
                 if (sum_tile(1, e + b0, B, s->root_exp, 1, K, 1, root + b0, raw))
                     tile_fallback(raw, 1, c->root_logw, 0, d + b0, B, K, root + b0);
-            for (int64_t b = 0; b < nb; b++) logp[b] = off[b] + (double)root[b];
+            for (int64_t b = 0; b < nb; b++) logp[b] = tot[b] + (double)root[b];
             continue;
         }
         const float *w = s->w_t + t * K * kp;
@@ -201,6 +212,5 @@ void PC_FUSE_BLOCK(void *p, int thread, const uint8_t *x, const uint8_t *missing
             }
             j0 += big ? PC_FUSE_JT : PC_FUSE_PAD;
         }
-        for (int64_t b = 0; b < nbl; b++) moff[slot[g] * B + b] = off[b];
     }
 }
