@@ -91,15 +91,13 @@ class Pcinfer:
         return out
 
 
-def clock(threads):
-    return time.thread_time if threads == 1 else time.perf_counter
-
-
 def timed(fn, threads):
-    c = clock(threads)
-    t0 = c()
+    """(wall seconds, CPU seconds) of fn(): the calling thread's CPU time on one thread, the
+    process's (every thread's, spinning included) on more."""
+    cpu = time.thread_time if threads == 1 else time.process_time
+    w0, c0 = time.perf_counter(), cpu()
     fn()
-    return c() - t0
+    return time.perf_counter() - w0, cpu() - c0
 
 
 def sgemm_peak():
@@ -107,7 +105,7 @@ def sgemm_peak():
     torch.set_num_threads(1)
     a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
     torch.mm(a, b)
-    best = min(timed(lambda: torch.mm(a, b), 1) for _ in range(3))
+    best = min(timed(lambda: torch.mm(a, b), 1)[1] for _ in range(3))
     return 2048.0**3 / best
 
 
@@ -163,7 +161,7 @@ def main():
                 if k == "torch":
                     peer = TorchHclt(path, t)
                     sub = x[:2000]
-                    rates = {b: len(sub) / timed(lambda: peer.score(sub, b), t)
+                    rates = {b: len(sub) / timed(lambda: peer.score(sub, b), t)[0 if t > 1 else 1]
                              for b in TORCH_BATCHES}
                     best = max(rates, key=rates.get)
                     methods["torch"] = (lambda p=peer, b=best: p.score(x, b), len(x), best)
@@ -181,17 +179,23 @@ def main():
             for _ in range(a.rounds):
                 torch.set_num_threads(t)
                 for k, (fn, n, _) in methods.items():
-                    runs[k].append(n / timed(fn, t))
+                    wall, cpu = timed(fn, t)
+                    runs[k].append((n / wall, n / cpu))
             for k, (fn, n, batch) in methods.items():
-                ips = statistics.median(runs[k])
-                row = {"threads": t, "method": k, "images_per_second": ips, "runs": runs[k],
-                       "fma_per_s": ips * macs, "fraction_of_sgemm_peak": ips * macs / (peak * t),
+                # One thread: the thread's CPU time (other jobs do not count); more: wall time,
+                # and per core the images per CPU second of all the process's threads.
+                ips = statistics.median(r[1] if t == 1 else r[0] for r in runs[k])
+                per_core = statistics.median(r[1] for r in runs[k])
+                row = {"threads": t, "method": k, "images_per_second": ips,
+                       "images_per_cpu_second": per_core, "runs_wall_cpu": runs[k],
+                       "fma_per_s": ips * macs, "fraction_of_sgemm_peak": per_core * macs / peak,
                        "clock": "thread CPU" if t == 1 else "wall"}
                 if batch:
                     row["batch"] = batch
                 entry["timing"].append(row)
-                print("K=%s threads=%d %-8s %9.0f images/s  %5.1f%% of peak" %
-                      (K, t, k, ips, 100 * row["fraction_of_sgemm_peak"]), file=sys.stderr)
+                print("K=%s threads=%d %-8s %9.0f images/s %9.0f per core  %5.1f%% of peak" %
+                      (K, t, k, ips, per_core, 100 * row["fraction_of_sgemm_peak"]),
+                      file=sys.stderr)
         res["models"].append(entry)
         for k, (mean, mx) in entry["accuracy"].items():
             print("K=%s %-8s |delta| vs ref mean %.2e max %.2e" % (K, k, mean, mx), file=sys.stderr)
@@ -212,26 +216,34 @@ def write(res):
             res["date"], res["cpu"], res["cores"], res["torch"], " ".join(res["flags"]),
             res["isa"]),
         "%d MNIST test images (ref: the first %d), %d interleaved rounds, median; 1 thread: "
-        "thread CPU time, more: wall time. Peak: 1 thread's sgemm rate, %.1f G FMA/s. Load "
-        "average before %.1f, after %.1f." % (
+        "thread CPU time, more: wall time (per core: images per CPU second of all threads). "
+        "Peak: 1 thread's sgemm rate, %.1f G FMA/s; %% of peak per core. Load average before "
+        "%.1f, after %.1f." % (
             res["images"], res["ref_images"], res["rounds"], res["sgemm_fma_per_s"] / 1e9,
             res["load_before"][0], res["load_after"][0]),
         "",
         "| K | threads | torch (batch) | cpu-fuse | cpu (IntLSE) | ref | fuse / torch | "
-        "cpu / fuse | fuse % of peak | cpu % | torch % |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "per core | cpu / fuse | fuse % of peak | cpu % | torch % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for m in res["models"]:
         for t in sorted({r["threads"] for r in m["timing"]}):
             r = {x["method"]: x for x in m["timing"] if x["threads"] == t}
-            ips = {k: v["images_per_second"] for k, v in r.items()}
-            pct = {k: "%.1f" % (100 * v["fraction_of_sgemm_peak"]) for k, v in r.items()}
-            g = lambda k, f="%.0f": f % ips[k] if k in ips else "-"  # noqa: E731
-            ratio = lambda a, b: "%.2f" % (ips[a] / ips[b]) if a in ips and b in ips else "-"  # noqa
-            lines.append("| %d | %d | %s (%s) | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                m["K"], t, g("torch"), r.get("torch", {}).get("batch", "-"), g("cpu-fuse"),
-                g("cpu"), g("ref"), ratio("cpu-fuse", "torch"), ratio("cpu", "cpu-fuse"),
-                pct.get("cpu-fuse", "-"), pct.get("cpu", "-"), pct.get("torch", "-")))
+
+            def cell(k, key="images_per_second"):
+                return "%.0f" % r[k][key] if k in r else "-"
+
+            def ratio(a, b, key="images_per_second"):
+                return "%.2f" % (r[a][key] / r[b][key]) if a in r and b in r else "-"
+
+            def pct(k):
+                return "%.1f" % (100 * r[k]["fraction_of_sgemm_peak"]) if k in r else "-"
+
+            lines.append("| %d | %d | %s (%s) | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                m["K"], t, cell("torch"), r.get("torch", {}).get("batch", "-"), cell("cpu-fuse"),
+                cell("cpu"), cell("ref"), ratio("cpu-fuse", "torch"),
+                ratio("cpu-fuse", "torch", "images_per_cpu_second"), ratio("cpu", "cpu-fuse"),
+                pct("cpu-fuse"), pct("cpu"), pct("torch")))
     lines += ["", "Mean and max |delta| against ref (FP64), nats per image, all images:", "",
               "| K | method | mean | max |", "|---|---|---|---|"]
     for m in res["models"]:
