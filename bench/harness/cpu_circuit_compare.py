@@ -134,6 +134,9 @@ def main():
     ap.add_argument("--ref-images", type=int, default=2000)
     ap.add_argument("--kernels", default="cpu-fuse,cpu,ref,torch")
     ap.add_argument("--threads", default="1,%d" % os.cpu_count())
+    ap.add_argument("--note", default="", help="how the models were made (goes into the .md)")
+    ap.add_argument("--merge", action="store_true",
+                    help="replace only the measured (K, threads) rows of the current result file")
     ap.add_argument("--no-write", action="store_true")
     a = ap.parse_args()
     x = np.ascontiguousarray(read_idx_images(a.data or find_mnist(), a.images))
@@ -146,14 +149,14 @@ def main():
            "flags": [f for f in flags if f.startswith("avx") or f == "fma"],
            "isa": os.environ.get("PC_CPU_ISA", "best"), "torch": torch.__version__,
            "sgemm_fma_per_s": peak, "load_before": os.getloadavg(), "rounds": a.rounds,
-           "images": len(x), "ref_images": min(a.ref_images, len(x)), "models": []}
+           "images": len(x), "ref_images": min(a.ref_images, len(x)), "note": a.note, "models": []}
     print("sgemm peak, 1 thread: %.1f G FMA/s" % (peak / 1e9), file=sys.stderr)
     for spec in a.models.split(","):
         K, path = spec.split("=", 1)
         macs, _ = model_macs(path)
         circuit = lib.circuit(path)
         ref_all = lib.evaluate(lib.evaluator(circuit, "ref", len(x), 0), x)
-        entry = {"K": int(K), "path": os.path.relpath(path, ROOT), "macs_per_image": macs,
+        entry = {"K": int(K), "model": os.path.basename(path), "macs_per_image": macs,
                  "accuracy": {}, "timing": []}
         for t in thread_counts:
             methods = {}
@@ -200,12 +203,41 @@ def main():
         for k, (mean, mx) in entry["accuracy"].items():
             print("K=%s %-8s |delta| vs ref mean %.2e max %.2e" % (K, k, mean, mx), file=sys.stderr)
     res["load_after"] = os.getloadavg()
+    if a.merge:
+        res = merge(res)
     if not a.no_write:
         write(res)
 
 
+def result_base(cpu, cores):
+    return os.path.join(CURRENT, "cpu_circuit_" + cpu_name(cpu, cores))
+
+
+def merge(new):
+    """The current result file with new's (K, threads) rows put in place of its own (a re-run
+    of some points, e.g. the all-thread ones once the shared machine is quiet); each replaced
+    point keeps the load average of its own run."""
+    with open(result_base(new["cpu"], new["cores"]) + ".json") as f:
+        old = json.load(f)
+    for m in new["models"]:
+        for row in m["timing"]:
+            row["load"] = [new["load_before"][0], new["load_after"][0]]
+        into = next((o for o in old["models"] if o["K"] == m["K"]), None)
+        if into is None:
+            old["models"].append(m)
+            continue
+        done = {r["threads"] for r in m["timing"]}
+        into["timing"] = [r for r in into["timing"] if r["threads"] not in done] + m["timing"]
+        into["accuracy"].update(m["accuracy"])
+    old.setdefault("merged_runs", []).append(
+        {"date": new["date"], "load": [new["load_before"][0], new["load_after"][0]],
+         "points": [[m["K"], sorted({r["threads"] for r in m["timing"]})]
+                    for m in new["models"]]})
+    return old
+
+
 def write(res):
-    base = os.path.join(CURRENT, "cpu_circuit_" + cpu_name(res["cpu"], res["cores"]))
+    base = result_base(res["cpu"], res["cores"])
     with open(base + ".json.tmp", "w") as f:
         json.dump(res, f, indent=1)
     os.replace(base + ".json.tmp", base + ".json")
@@ -221,6 +253,7 @@ def write(res):
         "%.1f, after %.1f." % (
             res["images"], res["ref_images"], res["rounds"], res["sgemm_fma_per_s"] / 1e9,
             res["load_before"][0], res["load_after"][0]),
+        res["note"],
         "",
         "| K | threads | torch (batch) | cpu-fuse | cpu (IntLSE) | ref | fuse / torch | "
         "per core | cpu / fuse | fuse % of peak | cpu % | torch % |",
@@ -244,6 +277,11 @@ def write(res):
                 cell("cpu"), cell("ref"), ratio("cpu-fuse", "torch"),
                 ratio("cpu-fuse", "torch", "images_per_cpu_second"), ratio("cpu", "cpu-fuse"),
                 pct("cpu-fuse"), pct("cpu"), pct("torch")))
+    for run in res.get("merged_runs", []):
+        lines.append("Re-run %s (load average %.1f, %.1f): %s." % (
+            run["date"], run["load"][0], run["load"][1],
+            ", ".join("K = %d at %s threads" % (k, "/".join(map(str, t)))
+                      for k, t in run["points"])))
     lines += ["", "Mean and max |delta| against ref (FP64), nats per image, all images:", "",
               "| K | method | mean | max |", "|---|---|---|---|"]
     for m in res["models"]:

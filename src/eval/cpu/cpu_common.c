@@ -108,7 +108,7 @@ int64_t pc_cpu_lane_block_size(size_t bytes_per_sample) {
 
 void *pc_cpu_alloc_table(size_t bytes) {
     const size_t huge = (size_t)2 << 20;
-    if (bytes < huge) return aligned_alloc(64, (bytes + 64) / 64 * 64); /* 0 gives one line */
+    if (bytes < huge / 2) return aligned_alloc(64, (bytes + 64) / 64 * 64); /* 0: one line */
     void *p = aligned_alloc(huge, (bytes + huge - 1) / huge * huge);
 #if defined(MADV_HUGEPAGE)
     if (p) madvise(p, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE); /* a hint: may fail */

@@ -53,9 +53,9 @@ void pc_cpu_schedule_free(pc_cpu_schedule *s);
 int64_t pc_cpu_lane_block_size(size_t bytes_per_sample);
 
 /* Memory for a large table that the block kernels read at random rows (the input relatives:
- * 13 MB at K = 16, 52 MB at K = 64): 64-byte aligned, so rows start on cache lines, and from
- * 2 MiB up in whole huge pages where the system has them, since one 4 KiB page per row read
- * would miss the TLB on almost every row. free()d as usual; NULL when memory runs out. */
+ * 13 MB at K = 16, 52 MB at K = 64; their FP64 offsets, 1.6 MB): 64-byte aligned, so rows
+ * start on cache lines, and from 1 MiB up in whole 2 MiB huge pages where the system has them,
+ * since with 4 KiB pages nearly every row read would miss the TLB. free()d as usual; NULL when memory runs out. */
 void *pc_cpu_alloc_table(size_t bytes);
 
 /* Per-thread buffers of the block kernels that keep values relative to FP64 offsets (cpu-fuse,

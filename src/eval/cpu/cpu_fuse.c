@@ -51,7 +51,7 @@ static pc_status fuse_create(const pc_circuit *c, const pc_eval_opts *opts, void
                                      : pc_cpu_fuse_block_base;
     s->k_pad = (K + PC_FUSE_PAD - 1) / PC_FUSE_PAD * PC_FUSE_PAD;
     s->in_rel = pc_cpu_alloc_table((size_t)(V * C1 * K + PC_CPU_LANE_BLOCK) * sizeof(float));
-    s->in_off = malloc((size_t)(V * C1) * sizeof(double));
+    s->in_off = pc_cpu_alloc_table((size_t)(V * C1) * sizeof(double));
     s->w_t = calloc((size_t)(T > 0 ? T * K * s->k_pad : 1), sizeof(float));
     s->root_exp = malloc((size_t)K * sizeof(float));
     double *row = malloc((size_t)K * sizeof(double));

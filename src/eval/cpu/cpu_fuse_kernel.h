@@ -23,9 +23,6 @@
 
 /* Vectors per 16 samples. */
 #define NV (PC_CPU_LANE_BLOCK / PC_VEC_W)
-/* The input rows of the group this many places ahead in the schedule are prefetched: one
- * group's work at K = 16 (about a microsecond per block) covers a miss to DRAM. */
-#define PREFETCH_AHEAD 2
 
 /* Exact LSE_k (logw[k] + d[k * stride]) in FP64 for an output whose FP32 sum underflowed. */
 static double exact_output(const double *logw, const float *d, int64_t stride, int64_t K) {
@@ -96,37 +93,34 @@ static void tile_fallback(const float *raw, int64_t jn, const double *logw, int6
 static void transpose_block(const pc_cpu_fuse_state *s, const uint8_t *x, const uint8_t *missing,
                             int64_t nb, int64_t nbl, uint16_t *xt, double *tot) {
     const int64_t V = s->c->num_vars, C = s->c->num_cats, C1 = C + 1, B = s->block;
-    for (int64_t b = 0; b < nbl; b++) {
-        const uint8_t *xb = x + b * V, *mb = missing ? missing + b * V : NULL;
-        double sum = 0.0;
+    /* 16 samples at a time, variable by variable: their 16 rows of x (16 x V bytes) stay in
+     * L1 and each variable's 16 values are one contiguous store (sample by sample, every store
+     * would touch another line of xt, which is larger than L1). */
+    for (int64_t b0 = 0; b0 < nbl; b0 += PC_CPU_LANE_BLOCK) {
+        const int64_t n = nb - b0 < PC_CPU_LANE_BLOCK ? nb - b0 : PC_CPU_LANE_BLOCK;
         for (int64_t v = 0; v < V; v++) {
-            const uint16_t cat = b >= nb ? 0 : mb && mb[v] ? (uint16_t)C : xb[v];
-            xt[v * B + b] = cat;
-            sum += s->in_off[v * C1 + cat];
+            uint16_t *to = xt + v * B + b0;
+            for (int64_t l = 0; l < PC_CPU_LANE_BLOCK; l++) {
+                const int64_t at = (b0 + l) * V + v;
+                to[l] = l >= n ? 0 : missing && missing[at] ? (uint16_t)C : x[at];
+            }
         }
-        tot[b] = sum;
     }
-}
-
-/* The input rows of group g for every lane of the block, towards L1. */
-static void prefetch_inputs(const pc_cpu_fuse_state *s, int64_t g, const uint16_t *xt,
-                            int64_t nbl) {
-    const pc_circuit *c = s->c;
-    const int64_t K = c->num_latents, C1 = (int64_t)c->num_cats + 1, B = s->block;
-    for (int32_t i = c->var_start[g]; i < c->var_start[g + 1]; i++) {
-        const int64_t v = c->group_vars[i];
-        const float *base = s->in_rel + v * C1 * K;
-        for (int64_t b = 0; b < nbl; b++) {
-            const char *row = (const char *)(base + xt[v * B + b] * K);
-            for (int64_t at = 0; at < K * 4; at += 64) __builtin_prefetch(row + at);
-            __builtin_prefetch(row + K * 4 - 1);
-        }
+    for (int64_t b = 0; b < nbl; b++) tot[b] = 0.0;
+    /* Variable by variable, so that the B sums are independent (one FP64 add chain over V
+     * would wait ~4 cycles per add). */
+    for (int64_t v = 0; v < V; v++) {
+        const double *ob = s->in_off + v * C1;
+        const uint16_t *xv = xt + v * B;
+        for (int64_t b = 0; b < nbl; b++) tot[b] += ob[xv[b]];
     }
 }
 
 /* P = the input relatives of group g's variables ([K, B]): PC_VEC_W rows at a time (one per
  * lane), PC_VEC_W floats of each, transposed into k-vectors. The table has PC_CPU_LANE_BLOCK
- * floats of padding, so a load past the last row's end stays in bounds. */
+ * floats of padding, so a load past the last row's end stays in bounds. The PC_VEC_W row loads
+ * are independent, so their cache misses overlap: software prefetches of the rows one to three
+ * groups ahead made no measurable difference. */
 static void gather_inputs(const pc_cpu_fuse_state *s, int64_t g, const uint16_t *xt,
                           int64_t nbl, float *P) {
     const pc_circuit *c = s->c;
@@ -166,10 +160,8 @@ void PC_FUSE_BLOCK(void *p, int thread, const uint8_t *x, const uint8_t *missing
     double *tot = s->bufs.offsets[thread];
     uint16_t *xt = s->bufs.wide[thread];
     transpose_block(s, x, missing, nb, nbl, xt, tot);
-    for (int64_t i = 0; i < PREFETCH_AHEAD && i < G; i++) prefetch_inputs(s, order[i], xt, nbl);
     for (int64_t i = 0; i < G; i++) {
         const int64_t g = order[i], t = c->group_trans[g];
-        if (i + PREFETCH_AHEAD < G) prefetch_inputs(s, order[i + PREFETCH_AHEAD], xt, nbl);
         gather_inputs(s, g, xt, nbl, d);
         for (int32_t ci = c->child_start[g]; ci < c->child_start[g + 1]; ci++) {
             const float *m = msg + slot[c->group_children[ci]] * KB;
