@@ -277,6 +277,8 @@ def write(res):
                 cell("cpu"), cell("ref"), ratio("cpu-fuse", "torch"),
                 ratio("cpu-fuse", "torch", "images_per_cpu_second"), ratio("cpu", "cpu-fuse"),
                 pct("cpu-fuse"), pct("cpu"), pct("torch")))
+    if res.get("merged_runs"):
+        lines.append("")
     for run in res.get("merged_runs", []):
         lines.append("Re-run %s (load average %.1f, %.1f): %s." % (
             run["date"], run["load"][0], run["load"][1],
