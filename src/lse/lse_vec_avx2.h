@@ -94,13 +94,6 @@ static inline vf vi_to_vf(vi v) { return _mm256_cvtepi32_ps(v); }
 /* The same 32 bits seen as the other type. */
 static inline vi vf_bits(vf v) { return _mm256_castps_si256(v); }
 static inline vf vi_bits(vi v) { return _mm256_castsi256_ps(v); }
-static inline vi vi_mul(vi a, vi b) { return _mm256_mullo_epi32(a, b); }
-/* 8 uint16s of p, zero-extended to int32 lanes. */
-static inline vi vi_load_u16(const uint16_t *p) {
-    return _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
-}
-/* base[idx] per lane. */
-static inline vf vf_gather(const float *base, vi idx) { return _mm256_i32gather_ps(base, idx, 4); }
 /* r[i] lane l = r[l] lane i: an 8 x 8 transpose in 24 shuffles. */
 static inline void vf_transpose(vf r[8]) {
     __m256 t[8], u[8];

@@ -78,13 +78,6 @@ static inline vf vi_to_vf(vi v) { return _mm512_cvtepi32_ps(v); }
 /* The same 32 bits seen as the other type. */
 static inline vi vf_bits(vf v) { return _mm512_castps_si512(v); }
 static inline vf vi_bits(vi v) { return _mm512_castsi512_ps(v); }
-static inline vi vi_mul(vi a, vi b) { return _mm512_mullo_epi32(a, b); }
-/* 16 uint16s of p, zero-extended to int32 lanes. */
-static inline vi vi_load_u16(const uint16_t *p) {
-    return _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
-}
-/* base[idx] per lane. */
-static inline vf vf_gather(const float *base, vi idx) { return _mm512_i32gather_ps(idx, base, 4); }
 /* r[i] lane l = r[l] lane i: a 16 x 16 transpose in 64 shuffles (pairs, then quads, then
  * 128-bit lanes twice). */
 static inline void vf_transpose(vf r[16]) {

@@ -40,7 +40,6 @@ static inline vi vi_srli(vi a, int s) { return (vi)((uint32_t)a >> s); }
 /* Arithmetic shift, as the vector instructions do (>> of a negative int is
  * implementation-defined in C; GCC and Clang shift arithmetically). */
 static inline vi vi_srai(vi a, int s) { return a >> s; }
-static inline vi vi_mul(vi a, vi b) { return (vi)((uint32_t)a * (uint32_t)b); }
 /* lo16(a) lo16(b) + hi16(a) hi16(b), signed 16-bit products. */
 static inline vi vi_madd16(vi a, vi b) {
     return (vi)((int16_t)a * (int16_t)b + (int16_t)(a >> 16) * (int16_t)(b >> 16));
@@ -49,8 +48,6 @@ static inline vi vi_gather(const uint32_t *table, vi idx) { return (vi)table[idx
 static inline vf vi_to_vf(vi v) { return (vf)v; }
 static inline vi vf_bits(vf v) { return (vi)pc_f32_to_bits(v); }
 static inline vf vi_bits(vi v) { return pc_bits_to_f32((uint32_t)v); }
-static inline vi vi_load_u16(const uint16_t *p) { return *p; }
-static inline vf vf_gather(const float *base, vi idx) { return base[idx]; }
 static inline int32_t vi_hmin(vi v) { return v; }
 static inline void vf_transpose(vf r[1]) { (void)r; }
 /* 2^t for t in [-126, 0] (the scalar twin of the SIMD exp2). */
