@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "eval/cpu/cpu_common.h"
 #include "hclt_random.h"
 #include "pc/circuit.h"
 #include "pc/cuda.h"
@@ -253,16 +254,19 @@ static void test_pad_latents(void **state) {
     pc_hclt_free(m);
 }
 
-/* Every instruction-set build of the block kernels (PC_CPU_ISA picks one): cpu gives the same
- * bits on each (integer arithmetic), cpu-fuse stays within TOL_FUSE of ref on each. K values
- * cover tails of the 16-wide tiles. */
+/* Every instruction-set build of the block kernels (PC_CPU_ISA picks one), on random models at
+ * K = 1..128, odd K included: cpu gives the same bits on each (integer arithmetic), cpu-fuse
+ * stays within TOL_FUSE of ref on each. K covers partial register tiles (16 and 4 outputs) and
+ * partial transposes (16 and 8 lanes); n covers several blocks of 64 samples and partial ones
+ * of 16 lanes; C = 256 with missing values puts category 256 in the kernels' 16-bit data. */
 static void test_isa_paths(void **state) {
     (void)state;
-    const int32_t Ks[] = {1, 3, 16, 20, 33};
+    const int32_t Ks[] = {1, 2, 3, 5, 7, 9, 16, 17, 20, 31, 33, 48, 64, 65, 100, 128};
     const pc_isa best = pc_cpu_best_isa();
-    for (int rep = 0; rep < 5; rep++) {
-        const int32_t K = Ks[rep], C = 5, V = (int32_t)pc_hr_int(1, 80);
-        const int64_t n = pc_hr_int(1, 90);
+    for (int rep = 0; rep < (int)(sizeof Ks / sizeof Ks[0]); rep++) {
+        const int32_t K = Ks[rep], C = rep % 3 == 2 ? 256 : 5;
+        const int32_t V = (int32_t)pc_hr_int(1, K > 48 ? 30 : 80);
+        const int64_t n = pc_hr_int(1, 150);
         pc_hclt *m = pc_hr_model(V, C, K, 0.3, rep % 2);
         pc_circuit *c = compile_or_fail(m);
         uint8_t *missing = NULL;
@@ -277,11 +281,11 @@ static void test_isa_paths(void **state) {
             if (isa == PC_ISA_SCALAR) memcpy(first, got, (size_t)n * sizeof *got);
             else if (memcmp(first, got, (size_t)n * sizeof *got) != 0)
                 fail_msg("cpu on %s differs from scalar (K=%d)", pc_isa_name((pc_isa)isa), K);
-            score(c, PC_BACKEND_CPU_FUSE, 1, x, missing, n, got);
+            score(c, PC_BACKEND_CPU_FUSE, 1 + isa % 2, x, missing, n, got);
             for (int64_t i = 0; i < n; i++)
                 if (!(got[i] == ref[i] || fabs(got[i] - ref[i]) <= TOL_FUSE))
-                    fail_msg("cpu-fuse on %s, K=%d, sample %lld: %.17g vs ref %.17g",
-                             pc_isa_name((pc_isa)isa), K, (long long)i, got[i], ref[i]);
+                    fail_msg("cpu-fuse on %s, V=%d C=%d K=%d, sample %lld: %.17g vs ref %.17g",
+                             pc_isa_name((pc_isa)isa), V, C, K, (long long)i, got[i], ref[i]);
         }
         unsetenv("PC_CPU_ISA");
         for (int64_t i = 0; i < n; i++)
@@ -289,6 +293,66 @@ static void test_isa_paths(void **state) {
                 fail_msg("cpu, K=%d, sample %lld: %.17g vs ref %.17g", K, (long long)i, first[i],
                          ref[i]);
         free(ref), free(first), free(got), free(x), free(missing);
+        pc_circuit_free(c);
+        pc_hclt_free(m);
+    }
+}
+
+/* The lane kernels' schedule: every group once, children before their parent, a child's slot
+ * not reused before its parent has read it, and few slots for a chain (1) and a star (one per
+ * leaf: all wait for the root). */
+static void check_schedule(const pc_circuit *c, int32_t want_slots) {
+    pc_cpu_schedule s;
+    assert_true(pc_cpu_schedule_make(c, &s));
+    const int32_t G = c->num_groups;
+    int32_t *pos = malloc((size_t)G * sizeof *pos), *holder = malloc((size_t)G * sizeof *holder);
+    assert_true(pos && holder);
+    for (int32_t g = 0; g < G; g++) pos[g] = -1;
+    for (int32_t i = 0; i < G; i++) {
+        assert_true(pos[s.order[i]] < 0);
+        pos[s.order[i]] = i;
+    }
+    assert_int_equal(s.order[G - 1], G - 1);
+    for (int32_t i = 0; i < G; i++) holder[i] = -1;
+    for (int32_t i = 0; i < G; i++) {
+        const int32_t g = s.order[i];
+        for (int32_t k = c->child_start[g]; k < c->child_start[g + 1]; k++) {
+            const int32_t ch = c->group_children[k];
+            assert_true(pos[ch] < i);
+            assert_int_equal(holder[s.slot[ch]], ch); /* still there when the parent reads it */
+            holder[s.slot[ch]] = -1;
+        }
+        assert_true(s.slot[g] >= 0 && s.slot[g] < s.num_slots);
+        assert_int_equal(holder[s.slot[g]], -1);
+        holder[s.slot[g]] = g;
+    }
+    if (want_slots > 0) assert_int_equal(s.num_slots, want_slots);
+    free(pos), free(holder);
+    pc_cpu_schedule_free(&s);
+}
+
+static void test_schedule(void **state) {
+    (void)state;
+    for (int rep = 0; rep < 20; rep++) {
+        pc_hclt *m = pc_hr_model((int32_t)pc_hr_int(1, 300), 2, 2, pc_hr_unit() * 0.5, 0);
+        pc_circuit *c = compile_or_fail(m);
+        check_schedule(c, 0);
+        pc_circuit_free(c);
+        pc_hclt_free(m);
+    }
+    const int32_t V = 9;
+    for (int shape = 0; shape < 2; shape++) {
+        pc_hclt *m = NULL;
+        assert_int_equal(pc_hclt_create(V, 2, 2, V - 1, &m), PC_OK);
+        for (int32_t v = 1; v < V; v++) {
+            m->parent[v] = shape == 0 ? v - 1 : 0; /* a chain, then a star */
+            m->trans_index[v] = v - 1;
+        }
+        for (int32_t i = 0; i < 2; i++) m->root_logw[i] = log(0.5); /* uniform: K = C = 2 */
+        for (int32_t i = 0; i < (V - 1) * 4; i++) m->trans_logw[i] = log(0.5);
+        for (int32_t i = 0; i < V * 4; i++) m->input_logp[i] = log(0.5);
+        pc_circuit *c = compile_or_fail(m);
+        check_schedule(c, shape == 0 ? 1 : V - 1);
         pc_circuit_free(c);
         pc_hclt_free(m);
     }
@@ -400,6 +464,7 @@ int main(void) {
         cmocka_unit_test(test_backends_agree),
         cmocka_unit_test(test_pad_latents),
         cmocka_unit_test(test_isa_paths),
+        cmocka_unit_test(test_schedule),
         cmocka_unit_test(test_underflow_paths),
         cmocka_unit_test(test_bad_data),
         cmocka_unit_test(test_backend_names),

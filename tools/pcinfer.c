@@ -33,8 +33,8 @@ static const char usage_text[] =
     "\n"
     "Scores every image of an IDX file (default: the MNIST test set, " MNIST_TEST_IMAGES ")\n"
     "and prints the mean log-likelihood in nats, bits per dimension and images per second.\n"
-    "  --kernel K     backend; default fuse with a GPU, else cpu (a GPU kernel without a GPU\n"
-    "                 runs cpu, with a notice)\n"
+    "  --kernel K     backend; default fuse with a GPU, else cpu-fuse (a GPU kernel without a\n"
+    "                 GPU runs cpu-fuse, with a notice)\n"
     "  --data FILE    IDX image file, plain or .gz; its width must equal the model's num_vars\n"
     "  --limit N      score only the first N images\n"
     "  --batch N      images per evaluation call (default 16384 on a GPU, 1024 on the CPU)\n"
@@ -302,13 +302,13 @@ int main(int argc, char **argv) {
     }
     if (rc) return rc;
 
-    pc_backend backend = pc_cuda_available() ? PC_BACKEND_FUSE : PC_BACKEND_CPU;
+    pc_backend backend = pc_cuda_available() ? PC_BACKEND_FUSE : PC_BACKEND_CPU_FUSE;
     if (a.kernel && pc_backend_parse(a.kernel, &backend) != PC_OK)
         return usage_error("%s", pc_last_error());
     if (pc_backend_is_gpu(backend) && !pc_cuda_available()) {
-        fprintf(stderr, "pcinfer: no GPU available: running kernel 'cpu' instead of '%s'\n",
+        fprintf(stderr, "pcinfer: no GPU available: running kernel 'cpu-fuse' instead of '%s'\n",
                 pc_backend_name(backend));
-        backend = PC_BACKEND_CPU;
+        backend = PC_BACKEND_CPU_FUSE;
     }
 
     pc_hclt *model = NULL;

@@ -46,12 +46,20 @@
 #define PC_INT_SCALE_F (1.4426950408889634 * 65536.0)
 #define PC_INT_UNIT_NATS (0.6931471805599453 / 65536.0)
 
-/* Fills table[i] = round(2^16 * log2(1 + 2^(-i/64))), i < PC_INT_TABLE_LEN. Host only; both the
- * C and the CUDA paths use this one table so their results agree bit for bit. */
+/* Fills table[i] = round(2^16 (f(d_i) - h^2 f''(d_i) / 12)), d_i = i h, h = 1/64, i <
+ * PC_INT_TABLE_LEN. f is convex, so the chord between two exact values lies above it, by
+ * h^2 f'' / 12 on average over a step (0.23 Q16.16 ulp at d = 0): a bias of the same sign in
+ * every pairwise step, which a circuit adds up over ~550 sum groups and log2(K) + 1 steps each
+ * (6.0e-3 nats per MNIST image at K = 64 with the exact values). Lowering each entry by that
+ * mean leaves the interpolation unbiased; f''(d) = ln 2 2^-d / (1 + 2^-d)^2. f(0) = 1 stays
+ * exact. Host only; both the C and the CUDA paths use this one table so their results agree
+ * bit for bit. */
 static inline void pc_int_table_fill(int32_t table[PC_INT_TABLE_LEN]) {
+    const double h = 1.0 / (double)(1 << PC_INT_TABLE_STEP_BITS);
     for (int i = 0; i < PC_INT_TABLE_LEN; i++) {
-        double d = (double)i / (double)(1 << PC_INT_TABLE_STEP_BITS);
-        table[i] = (int32_t)llround(65536.0 * log2(1.0 + exp2(-d)));
+        double d = (double)i * h, u = exp2(-d);
+        double f2 = 0.6931471805599453 * u / ((1.0 + u) * (1.0 + u));
+        table[i] = (int32_t)llround(65536.0 * (log2(1.0 + u) - h * h * f2 / 12.0));
     }
 }
 

@@ -79,6 +79,7 @@ static inline vi vi_sub(vi a, vi b) { return _mm256_sub_epi32(a, b); }
 static inline vi vi_max(vi a, vi b) { return _mm256_max_epi32(a, b); }
 static inline vi vi_min(vi a, vi b) { return _mm256_min_epi32(a, b); }
 static inline vi vi_and(vi a, vi b) { return _mm256_and_si256(a, b); }
+static inline vi vi_slli(vi a, int s) { return _mm256_slli_epi32(a, s); }
 static inline vi vi_srli(vi a, int s) { return _mm256_srli_epi32(a, s); }
 static inline vi vi_srai(vi a, int s) { return _mm256_srai_epi32(a, s); }
 /* Per 32-bit lane: lo16(a) lo16(b) + hi16(a) hi16(b), signed 16-bit products. */
@@ -89,6 +90,35 @@ static inline vi vi_gather(const uint32_t *table, vi idx) {
 }
 /* Float lanes to int32, rounded to nearest even; NaN and out of range give INT32_MIN. */
 static inline vi vf_to_vi(vf v) { return _mm256_cvtps_epi32(v); }
+static inline vf vi_to_vf(vi v) { return _mm256_cvtepi32_ps(v); }
+/* The same 32 bits seen as the other type. */
+static inline vi vf_bits(vf v) { return _mm256_castps_si256(v); }
+static inline vf vi_bits(vi v) { return _mm256_castsi256_ps(v); }
+/* r[i] lane l = r[l] lane i: an 8 x 8 transpose in 24 shuffles. */
+static inline void vf_transpose(vf r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++)
+        for (int h = 0; h < 2; h++) {
+            u[4 * i + 2 * h] = _mm256_shuffle_ps(t[4 * i + h], t[4 * i + h + 2], 0x44);
+            u[4 * i + 2 * h + 1] = _mm256_shuffle_ps(t[4 * i + h], t[4 * i + h + 2], 0xee);
+        }
+    /* u[4i + j] holds column 4q + j of rows 4i..4i+3 in its 128-bit lane q. */
+    for (int j = 0; j < 4; j++) {
+        r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
+        r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
+    }
+}
+/* Smallest lane, as int32. */
+static inline int32_t vi_hmin(vi v) {
+    __m128i m = _mm_min_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    m = _mm_min_epi32(m, _mm_shuffle_epi32(m, 0x4e));
+    m = _mm_min_epi32(m, _mm_shuffle_epi32(m, 0xb1));
+    return _mm_cvtsi128_si32(m);
+}
 
 /* The first n int32s of p, the other lanes 0. */
 static inline vi vi_load_part(const int32_t *p, int64_t n) {

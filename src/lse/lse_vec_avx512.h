@@ -63,6 +63,7 @@ static inline vi vi_sub(vi a, vi b) { return _mm512_sub_epi32(a, b); }
 static inline vi vi_max(vi a, vi b) { return _mm512_max_epi32(a, b); }
 static inline vi vi_min(vi a, vi b) { return _mm512_min_epi32(a, b); }
 static inline vi vi_and(vi a, vi b) { return _mm512_and_si512(a, b); }
+static inline vi vi_slli(vi a, int s) { return _mm512_slli_epi32(a, (unsigned)s); }
 static inline vi vi_srli(vi a, int s) { return _mm512_srli_epi32(a, (unsigned)s); }
 static inline vi vi_srai(vi a, int s) { return _mm512_srai_epi32(a, (unsigned)s); }
 /* Per 32-bit lane: lo16(a) lo16(b) + hi16(a) hi16(b), signed 16-bit products. */
@@ -73,6 +74,38 @@ static inline vi vi_gather(const uint32_t *table, vi idx) {
 }
 /* Float lanes to int32, rounded to nearest even; NaN and out of range give INT32_MIN. */
 static inline vi vf_to_vi(vf v) { return _mm512_cvtps_epi32(v); }
+static inline vf vi_to_vf(vi v) { return _mm512_cvtepi32_ps(v); }
+/* The same 32 bits seen as the other type. */
+static inline vi vf_bits(vf v) { return _mm512_castps_si512(v); }
+static inline vf vi_bits(vi v) { return _mm512_castsi512_ps(v); }
+/* r[i] lane l = r[l] lane i: a 16 x 16 transpose in 64 shuffles (pairs, then quads, then
+ * 128-bit lanes twice). */
+static inline void vf_transpose(vf r[16]) {
+    __m512 t[16], u[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++)
+        for (int h = 0; h < 2; h++) {
+            __m512d a = _mm512_castps_pd(t[4 * i + h]), b = _mm512_castps_pd(t[4 * i + h + 2]);
+            u[4 * i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+            u[4 * i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        }
+    /* u[4i + j] holds column 4q + j of rows 4i..4i+3 in its 128-bit lane q. */
+    for (int j = 0; j < 4; j++) {
+        __m512 a = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88);
+        __m512 b = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xdd);
+        __m512 c = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
+        __m512 d = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xdd);
+        r[j] = _mm512_shuffle_f32x4(a, c, 0x88);
+        r[4 + j] = _mm512_shuffle_f32x4(b, d, 0x88);
+        r[8 + j] = _mm512_shuffle_f32x4(a, c, 0xdd);
+        r[12 + j] = _mm512_shuffle_f32x4(b, d, 0xdd);
+    }
+}
+/* Smallest lane, as int32. */
+static inline int32_t vi_hmin(vi v) { return _mm512_reduce_min_epi32(v); }
 
 /* The first n int32s of p, the other lanes 0. */
 static inline vi vi_load_part(const int32_t *p, int64_t n) {

@@ -29,6 +29,35 @@ int pc_cpu_threads(int requested);
  * within about 1 MiB (half this machine class's L2): at least 1, at most 64. */
 int64_t pc_cpu_block_size(const pc_circuit *c, size_t bytes_per_value);
 
+/* The order in which the lane-layout block kernels (cpu-fuse, cpu) visit the groups, with node
+ * values in recycled slots instead of one row per group: a post-order of the group tree whose
+ * children come in decreasing order of the slots their subtrees need, so that every message
+ * waits for its parent as briefly as possible. msg_g lives in slot[g] from its computation
+ * until its parent has read it; num_slots is the most in use at once (5 for the MNIST HCLTs,
+ * whose Chow-Liu trees are deep, about 40 levels, but narrow), so a block's node values take
+ * num_slots x K x B values however many groups the circuit has. */
+typedef struct pc_cpu_schedule {
+    int32_t *order; /* [G] groups in evaluation order (the root last) */
+    int32_t *slot;  /* [G] */
+    int32_t num_slots;
+} pc_cpu_schedule;
+
+/* Fills s (0 when memory runs out; pc_cpu_schedule_free takes a zeroed or filled struct). */
+int pc_cpu_schedule_make(const pc_circuit *c, pc_cpu_schedule *s);
+void pc_cpu_schedule_free(pc_cpu_schedule *s);
+
+/* Samples of a lane-layout block: a multiple of PC_CPU_LANE_BLOCK, as many as keep a thread's
+ * scratch (bytes_per_sample each: slots and temporaries) within about 512 KiB (a quarter of
+ * this machine class's L2), at most 4 x PC_CPU_LANE_BLOCK. */
+#define PC_CPU_LANE_BLOCK 16
+int64_t pc_cpu_lane_block_size(size_t bytes_per_sample);
+
+/* Memory for a large table that the block kernels read at random rows (the input relatives:
+ * 13 MB at K = 16, 52 MB at K = 64; their FP64 offsets, 1.6 MB): 64-byte aligned, so rows
+ * start on cache lines, and from 1 MiB up in whole 2 MiB huge pages where the system has them,
+ * since with 4 KiB pages nearly every row read would miss the TLB. free()d as usual; NULL when memory runs out. */
+void *pc_cpu_alloc_table(size_t bytes);
+
 /* Per-thread buffers of the block kernels that keep values relative to FP64 offsets (cpu-fuse,
  * cpu): for thread t, scratch[t] holds the node values msg [G, B, K] and the kernel's
  * temporaries, offsets[t] the offsets moff [G, B], wide[t] the product sums P [K]. The element
