@@ -1,10 +1,10 @@
 /* The FP32 flavour of the sum-product query kernels (cpu-fuse's and cpu's): the branch-free
- * exp and log of cpu_math.h and FP32 sums checked by pc_cpu_sum_is_safe, as in cpu-fuse's
- * forward pass. The including file defines QSP_KERNELS and includes the header of its
+ * exp and log of query_math.h and FP32 sums checked by pc_cpu_sum_is_safe (the rule of cpu-fuse's
+ * forward pass: small sums go to FP64). The including file defines QSP_KERNELS and includes the header of its
  * instruction set first (without one: no FMA, since a * b + c rounds twice). */
 #include <math.h>
 
-#include "eval/cpu/cpu_math.h"
+#include "eval/query/query_math.h"
 
 #define QSP_REAL float
 #define QSP_EXP(x) pc_cpu_exp_nonpos(x)
