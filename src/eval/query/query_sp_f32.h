@@ -1,7 +1,8 @@
 /* The FP32 flavour of the sum-product query kernels (cpu-fuse's and cpu's): the branch-free
- * exp and log of query_math.h and FP32 sums checked by pc_cpu_sum_is_safe (the rule of cpu-fuse's
- * forward pass: small sums go to FP64). The including file defines QSP_KERNELS and includes the header of its
- * instruction set first (without one: no FMA, since a * b + c rounds twice). */
+ * exp and log of query_math.h and FP32 sums checked by pc_cpu_sum_is_safe (the rule of
+ * cpu-fuse's forward pass: small sums go to FP64). The including file defines QSP_KERNELS and
+ * includes the header of its instruction set first (without one: no FMA, since a * b + c
+ * rounds twice). */
 #include <math.h>
 
 #include "eval/query/query_math.h"
