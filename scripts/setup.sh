@@ -6,7 +6,8 @@ set -euo pipefail
 # python3-dev, -numpy, -pytest: the Python package's module and tests (python/), for the
 # system's python3; CMake takes the first python3 on PATH that has NumPy and pytest, else this.
 # clang and libclang-rt-dev (libFuzzer): the fuzz tests (fuzz/README.md), skipped without them.
-packages=(cmake make gcc binutils pkg-config libhdf5-dev libcmocka-dev zlib1g-dev
+# libpng-dev: the PNG pictures that pcinfer writes.
+packages=(cmake make gcc binutils pkg-config libhdf5-dev libcmocka-dev zlib1g-dev libpng-dev
   python3-dev python3-numpy python3-pytest clang libclang-rt-dev)
 missing=()
 for p in "${packages[@]}"; do
