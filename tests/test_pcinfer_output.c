@@ -381,11 +381,39 @@ static void test_gpu_kernel_falls_back(void **state) {
     pc_cli_expect_in("stdout.txt", "\"kernel\": \"cpu\"");
 }
 
+/* Peak RSS (KB) of pcinfer sampling `count` images into `out`. */
+static long sample_rss(const char *count, const char *out) {
+    const char *argv[] = {pc_cli_program(), "sample", "--count", count, "--kernel", "cpu-fuse",
+                          "--output", path_of(out), path_of("m.h5"), NULL};
+    char o[4200], e[4200];
+    snprintf(o, sizeof o, "%s", path_of("stdout.txt"));
+    snprintf(e, sizeof e, "%s", path_of("stderr.txt"));
+    struct rusage ru;
+    assert_int_equal(pc_run_tool(argv, o, e, 600, &ru), 0);
+    remove(path_of(out));
+    return ru.ru_maxrss;
+}
+
+/* Outputs go out a batch at a time: 3 * 10^6 samples (48 MB of .npy) and a PNG of 10^4 (a
+ * 3402 x 3402 picture, 35 MB of pixels) take no more memory than 10^3. */
+static void test_streamed_output(void **state) {
+    (void)state;
+    PC_CLI_REQUIRE();
+    const long small = sample_rss("1000", "big.npy");
+    const long npy = sample_rss("3000000", "big.npy");
+    const long png = sample_rss("10000", "big.png");
+    printf("peak RSS: %ld MB for 10^3 samples, %ld MB for 3 x 10^6 into .npy, %ld MB for 10^4 "
+           "into .png\n", small / 1024, npy / 1024, png / 1024);
+    assert_true(npy - small < 16 * 1024);
+    assert_true(png - small < 16 * 1024);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_formats_agree), cmocka_unit_test(test_png_samples),
         cmocka_unit_test(test_png_rows),      cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_bad_inputs),    cmocka_unit_test(test_gpu_kernel_falls_back),
+        cmocka_unit_test(test_streamed_output),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
