@@ -33,7 +33,7 @@ static const char usage_text[] =
     "sample draws --count N images from p(x), or with --data and --missing one completion per\n"
     "image from p(x_missing | x_observed). mpe completes each image by its most probable\n"
     "explanation; conditional gives p(X_v = c | x_observed) for every entry v and value c.\n"
-    "Each of these options also takes --kernel, --threads, --batch, --limit and --json.\n"
+    "sample, mpe and conditional take --kernel, --threads, --batch, --limit and --json too.\n"
     "  --kernel K     ref|cpu|cpu-fuse|fuse|int|gemm; default fuse with a GPU, else cpu (a GPU\n"
     "                 kernel without a GPU, or one that does not answer the query, runs cpu,\n"
     "                 with a notice)\n"
