@@ -81,6 +81,9 @@ static void test_parse_accepts(void **state) {
     assert_int_equal(pc_tool_npy_parse(one, strlen(one), "x.npy", &h), PC_OK);
     assert_int_equal(h.ndim, 1);
     assert_int_equal(h.fortran_order, 1);
+    const char *top = "{'descr': '|u1', 'fortran_order': False, 'shape': (4611686018427387904,)}";
+    assert_int_equal(pc_tool_npy_parse(top, strlen(top), "x.npy", &h), PC_OK);
+    assert_true(h.shape[0] == (int64_t)1 << 62);
     const char *none = "{'descr': '|u1', 'fortran_order': False, 'shape': (), }";
     assert_int_equal(pc_tool_npy_parse(none, strlen(none), "x.npy", &h), PC_OK);
     assert_int_equal(h.ndim, 0);
@@ -106,6 +109,7 @@ static void test_parse_refuses(void **state) {
         {"{'shape': (1 2)}", "expected ',' or ')'"},
         {"{'shape': (-1, 2)}", "expected a size"},
         {"{'shape': (1, 99999999999999999999)}", "a size above 2^62"},
+        {"{'shape': (4611686018427387905,)}", "a size above 2^62"},
         {"{'shape': (1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1)}",
          "more than 32 dimensions"},
         {"{'descr': '|u1', 'fortran_order': False, 'shape': (1, 2)} x", "text after the dict"},
@@ -164,7 +168,7 @@ static void test_start_round_trip(void **state) {
 
 static void test_reader_refuses(void **state) {
     (void)state;
-    uint8_t payload[64] = {0};
+    uint8_t payload[96] = {0};
 #define OK_DICT "{'descr': '|u1', 'fortran_order': False, 'shape': (4, 2, 3), }"
     static const struct {
         const char *dict;

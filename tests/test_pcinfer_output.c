@@ -381,6 +381,35 @@ static void test_gpu_kernel_falls_back(void **state) {
     pc_cli_expect_in("stdout.txt", "\"kernel\": \"cpu\"");
 }
 
+/* With a GPU: a GPU kernel answers the query, or (while the GPU backends answer none) the CPU
+ * does with a notice; either way the completions are the CPU's (MPE is the same on every
+ * backend but for near-ties, which these random models do not have). */
+static void test_gpu_kernel_answers(void **state) {
+    (void)state;
+    PC_CLI_REQUIRE();
+    if (!pc_cuda_available()) skip();
+    uint8_t want[N * V];
+    pc_evaluator *e = pc_cli_evaluator(circuit, PC_BACKEND_REF, 64);
+    assert_int_equal(pc_mpe(e, pixels, left, N, V, want, NULL), PC_OK);
+    pc_evaluator_free(e);
+    assert_int_equal(pc_cli_run("mpe", "--data", path_of("d.idx"), "--missing", "left",
+                                "--kernel", "fuse", "--json", "--output", path_of("gpu.npy"),
+                                path_of("m.h5"), NULL),
+                     0);
+    char *err = pc_slurp(path_of("stderr.txt"));
+    if (strstr(err, "does not answer mpe queries")) {
+        pc_cli_expect_in("stderr.txt", "running 'cpu' instead");
+        pc_cli_expect_in("stdout.txt", "\"kernel\": \"cpu\"");
+    } else {
+        pc_cli_expect_in("stdout.txt", "\"kernel\": \"fuse\"");
+    }
+    free(err);
+    const int64_t shape[2] = {N, V};
+    uint8_t *got = pc_cli_read_npy(path_of("gpu.npy"), "|u1", shape, 2, sizeof want);
+    assert_memory_equal(got, want, sizeof want);
+    free(got);
+}
+
 /* Peak RSS (KB) of pcinfer sampling `count` images into `out`. */
 static long sample_rss(const char *count, const char *out) {
     const char *argv[] = {pc_cli_program(), "sample", "--count", count, "--kernel", "cpu-fuse",
@@ -413,7 +442,7 @@ int main(void) {
         cmocka_unit_test(test_formats_agree), cmocka_unit_test(test_png_samples),
         cmocka_unit_test(test_png_rows),      cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_bad_inputs),    cmocka_unit_test(test_gpu_kernel_falls_back),
-        cmocka_unit_test(test_streamed_output),
+        cmocka_unit_test(test_gpu_kernel_answers), cmocka_unit_test(test_streamed_output),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -84,8 +84,9 @@ static pc_status shape(cursor *c, pc_tool_npy_header *h) {
         int64_t v = 0;
         size_t digits = 0;
         while (c->at < c->len && c->text[c->at] >= '0' && c->text[c->at] <= '9') {
-            v = v * 10 + (c->text[c->at++] - '0');
-            if (v > NPY_MAX_SIZE) return bad(c, "a size above 2^62");
+            const int digit = c->text[c->at++] - '0';
+            if (v > (NPY_MAX_SIZE - digit) / 10) return bad(c, "a size above 2^62");
+            v = v * 10 + digit;
             digits++;
         }
         if (!digits) return bad(c, "expected a size");
