@@ -39,9 +39,8 @@
 #define GAP 2
 #define PANEL (SIDE * SCALE + GAP)
 
-static pc_hclt *model;
-static pc_circuit *circuit;
-static uint8_t *pixels, left[N * V];
+static pc_cli_fixture fx;
+static uint8_t left[N * V];
 
 static const char *path_of(const char *name) { return pc_cli_path(name); }
 
@@ -49,27 +48,20 @@ static int setup(void **state) {
     (void)state;
     pc_cli_start();
     pc_hr_seed();
-    model = pc_hr_model(V, C, K, 0.3, 0);
-    assert_int_equal(pc_hclt_save(model, path_of("m.h5"), PC_HCLT_F64), PC_OK);
-    assert_int_equal(pc_circuit_compile(model, &circuit), PC_OK);
-    pixels = pc_hr_data(N, V, C, 0.0, NULL);
-    pc_cli_write_idx(path_of("d.idx"), pixels, N, SIDE, SIDE, 0);
-    pc_cli_write_npy(path_of("d.npy"), pixels, N, V);
+    pc_cli_fixture_make(&fx, SIDE, C, K, 0.3, N);
     for (int i = 0; i < N * V; i++) left[i] = i % SIDE < SIDE / 2;
     /* A model whose 12 variables make no square image, with data for it. */
     pc_hclt *flat = pc_hr_model(12, C, K, 0.3, 0);
     assert_int_equal(pc_hclt_save(flat, path_of("flat.h5"), PC_HCLT_F64), PC_OK);
     pc_hclt_free(flat);
-    pc_cli_write_idx(path_of("flat.idx"), pixels, N, 3, 4, 0);
+    pc_cli_write_idx(path_of("flat.idx"), fx.pixels, N, 3, 4, 0);
     return 0;
 }
 
 static int teardown(void **state) {
     (void)state;
     pc_cli_stop();
-    pc_circuit_free(circuit);
-    pc_hclt_free(model);
-    free(pixels);
+    pc_cli_fixture_free(&fx);
     return 0;
 }
 
@@ -78,8 +70,8 @@ static void test_formats_agree(void **state) {
     (void)state;
     PC_CLI_REQUIRE();
     uint8_t want[N * V];
-    pc_evaluator *e = pc_cli_evaluator(circuit, PC_BACKEND_CPU_FUSE, 64);
-    assert_int_equal(pc_mpe(e, pixels, left, N, V, want, NULL), PC_OK);
+    pc_evaluator *e = pc_cli_evaluator(fx.circuit, PC_BACKEND_CPU_FUSE, 64);
+    assert_int_equal(pc_mpe(e, fx.pixels, left, N, V, want, NULL), PC_OK);
     pc_evaluator_free(e);
     const char *outs[] = {"o.npy", "o.idx", "o.idx.gz"};
     for (int f = 0; f < 3; f++) {
@@ -160,7 +152,7 @@ static void test_png_samples(void **state) {
     PC_CLI_REQUIRE();
     enum { S = 10 };
     uint8_t want[S * V];
-    pc_evaluator *e = pc_cli_evaluator(circuit, PC_BACKEND_CPU_FUSE, 64);
+    pc_evaluator *e = pc_cli_evaluator(fx.circuit, PC_BACKEND_CPU_FUSE, 64);
     assert_int_equal(pc_sample(e, S, V, 5, 0, want), PC_OK);
     pc_evaluator_free(e);
     assert_int_equal(pc_cli_run("sample", "--count", "10", "--seed", "5", "--kernel", "cpu-fuse",
@@ -190,10 +182,10 @@ static void test_png_rows(void **state) {
     PC_CLI_REQUIRE();
     uint8_t mpe[N * V], drawn[N * V];
     static float probs[N * V * C];
-    pc_evaluator *e = pc_cli_evaluator(circuit, PC_BACKEND_CPU_FUSE, 64);
-    assert_int_equal(pc_mpe(e, pixels, left, N, V, mpe, NULL), PC_OK);
-    assert_int_equal(pc_sample_conditional(e, pixels, left, N, V, 9, 0, drawn), PC_OK);
-    assert_int_equal(pc_conditionals_f32(e, pixels, left, N, V, C, probs, NULL), PC_OK);
+    pc_evaluator *e = pc_cli_evaluator(fx.circuit, PC_BACKEND_CPU_FUSE, 64);
+    assert_int_equal(pc_mpe(e, fx.pixels, left, N, V, mpe, NULL), PC_OK);
+    assert_int_equal(pc_sample_conditional(e, fx.pixels, left, N, V, 9, 0, drawn), PC_OK);
+    assert_int_equal(pc_conditionals_f32(e, fx.pixels, left, N, V, C, probs, NULL), PC_OK);
     pc_evaluator_free(e);
     const char *const runs[3][14] = {
         {"mpe", "--data", path_of("d.idx"), "--missing", "left", "--kernel", "cpu-fuse",
@@ -218,13 +210,13 @@ static void test_png_rows(void **state) {
                     for (int c = 0; c < C; c++) m += (double)c * probs[(size_t)at * C + c];
                     answer = (float)m;
                 }
-                expect_gray(value_pixel(&p, i, 0, v), pixels[at]);
+                expect_gray(value_pixel(&p, i, 0, v), fx.pixels[at]);
                 if (left[at]) {
                     expect_hidden(value_pixel(&p, i, 1, v));
                     expect_filled(value_pixel(&p, i, 2, v), answer);
                 } else {
-                    expect_gray(value_pixel(&p, i, 1, v), pixels[at]);
-                    if (r == 2) assert_true(fabs(answer - pixels[at]) < 1e-6); /* one-hot */
+                    expect_gray(value_pixel(&p, i, 1, v), fx.pixels[at]);
+                    if (r == 2) assert_true(fabs(answer - fx.pixels[at]) < 1e-6); /* one-hot */
                     expect_gray(value_pixel(&p, i, 2, v), answer);
                 }
             }
@@ -306,11 +298,11 @@ static void test_bad_inputs(void **state) {
     uint8_t head[16] = {0, 0, 8, 3, 0, 0, 0, N, 0, 0, 0, SIDE, 0, 0, 0, SIDE};
     gzFile gz = gzopen(path_of("short.idx.gz"), "wb");
     gzwrite(gz, head, 16);
-    gzwrite(gz, pixels, 9 * V);
+    gzwrite(gz, fx.pixels, 9 * V);
     gzclose(gz);
     /* An observed value out of range in image 9 (the second of the third batch). */
     uint8_t bad[N * V];
-    memcpy(bad, pixels, sizeof bad);
+    memcpy(bad, fx.pixels, sizeof bad);
     bad[9 * V + 11] = C;
     pc_cli_write_idx(path_of("bad.idx"), bad, N, SIDE, SIDE, 0);
     pc_hclt *wide = pc_hr_model(4, 300, 2, 0.0, 0); /* C = 300: no uint8 samples */
@@ -365,7 +357,7 @@ static void test_bad_inputs(void **state) {
     /* The data file is as it was. */
     const uint32_t dims[3] = {N, SIDE, SIDE};
     uint8_t *kept = pc_cli_read_idx(d, dims, 3);
-    assert_memory_equal(kept, pixels, N * V);
+    assert_memory_equal(kept, fx.pixels, N * V);
     free(kept);
 }
 
@@ -389,8 +381,8 @@ static void test_gpu_kernel_answers(void **state) {
     PC_CLI_REQUIRE();
     if (!pc_cuda_available()) skip();
     uint8_t want[N * V];
-    pc_evaluator *e = pc_cli_evaluator(circuit, PC_BACKEND_REF, 64);
-    assert_int_equal(pc_mpe(e, pixels, left, N, V, want, NULL), PC_OK);
+    pc_evaluator *e = pc_cli_evaluator(fx.circuit, PC_BACKEND_REF, 64);
+    assert_int_equal(pc_mpe(e, fx.pixels, left, N, V, want, NULL), PC_OK);
     pc_evaluator_free(e);
     assert_int_equal(pc_cli_run("mpe", "--data", path_of("d.idx"), "--missing", "left",
                                 "--kernel", "fuse", "--json", "--output", path_of("gpu.npy"),

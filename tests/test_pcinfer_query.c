@@ -32,9 +32,7 @@
 #define K 3
 #define N 23
 
-static pc_hclt *model;
-static pc_circuit *circuit;
-static uint8_t *pixels;
+static pc_cli_fixture fx;
 static uint64_t seed;
 static const char *const kernels[] = {"ref", "cpu", "cpu-fuse"};
 static const pc_backend backends[] = {PC_BACKEND_REF, PC_BACKEND_CPU, PC_BACKEND_CPU_FUSE};
@@ -45,21 +43,14 @@ static int setup(void **state) {
     (void)state;
     pc_cli_start();
     seed = pc_hr_seed();
-    model = pc_hr_model(V, C, K, 0.4, 0);
-    assert_int_equal(pc_hclt_save(model, path_of("m.h5"), PC_HCLT_F64), PC_OK);
-    assert_int_equal(pc_circuit_compile(model, &circuit), PC_OK);
-    pixels = pc_hr_data(N, V, C, 0.0, NULL);
-    pc_cli_write_idx(path_of("d.idx"), pixels, N, SIDE, SIDE, 0);
-    pc_cli_write_npy(path_of("d.npy"), pixels, N, V);
+    pc_cli_fixture_make(&fx, SIDE, C, K, 0.4, N);
     return 0;
 }
 
 static int teardown(void **state) {
     (void)state;
     pc_cli_stop();
-    pc_circuit_free(circuit);
-    pc_hclt_free(model);
-    free(pixels);
+    pc_cli_fixture_free(&fx);
     return 0;
 }
 
@@ -114,7 +105,7 @@ static void test_sample_prior(void **state) {
     snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)seed);
     for (int k = 0; k < 3; k++) {
         uint8_t want[37 * V];
-        pc_evaluator *e = pc_cli_evaluator(circuit, backends[k], n);
+        pc_evaluator *e = pc_cli_evaluator(fx.circuit, backends[k], n);
         assert_int_equal(pc_sample(e, n, V, seed, 0, want), PC_OK);
         pc_evaluator_free(e);
         const char *batch[] = {"5", "37", "64"}, *threads[] = {"1", "2", "2"};
@@ -159,8 +150,8 @@ static void test_mpe(void **state) {
     for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++)
         for (int k = 0; k < 3; k++) {
             mask_of(specs[s], missing);
-            pc_evaluator *e = pc_cli_evaluator(circuit, backends[k], N);
-            assert_int_equal(pc_mpe(e, pixels, missing, N, V, want, logp), PC_OK);
+            pc_evaluator *e = pc_cli_evaluator(fx.circuit, backends[k], N);
+            assert_int_equal(pc_mpe(e, fx.pixels, missing, N, V, want, logp), PC_OK);
             pc_evaluator_free(e);
             const char *data = k == 1 ? path_of("d.npy") : path_of("d.idx");
             assert_int_equal(pc_cli_run("mpe", "--data", data, "--missing", specs[s], "--seed",
@@ -199,12 +190,12 @@ static void test_mask_files(void **state) {
     pc_cli_write_npy(path_of("mask.npy"), missing, N, V);
     pc_cli_write_idx(path_of("mask.idx.gz"), missing, N, SIDE, SIDE, 1);
     pc_cli_write_npy(path_of("one.npy"), missing + 5 * V, 1, V);
-    pc_evaluator *e = pc_cli_evaluator(circuit, PC_BACKEND_CPU_FUSE, N);
+    pc_evaluator *e = pc_cli_evaluator(fx.circuit, PC_BACKEND_CPU_FUSE, N);
     const char *files[] = {"mask.npy", "mask.idx.gz", "one.npy"};
     for (int f = 0; f < 3; f++) {
         if (f == 2)
             for (int r = 0; r < N; r++) memcpy(missing + r * V, missing + 5 * V, V);
-        assert_int_equal(pc_mpe(e, pixels, missing, N, V, want, NULL), PC_OK);
+        assert_int_equal(pc_mpe(e, fx.pixels, missing, N, V, want, NULL), PC_OK);
         assert_int_equal(pc_cli_run("mpe", "--data", path_of("d.idx"), "--missing",
                                     path_of(files[f]), "--kernel", "cpu-fuse", "--batch", "10",
                                     "--output", path_of("o.npy"), path_of("m.h5"), NULL),
@@ -227,8 +218,8 @@ static void test_conditional(void **state) {
     const char *spec[] = {"center", "random:0.7", "left"};
     for (int k = 0; k < 3; k++) {
         mask_of(spec[k], missing);
-        pc_evaluator *e = pc_cli_evaluator(circuit, backends[k], N);
-        assert_int_equal(pc_conditionals_f32(e, pixels, missing, N, V, C, want, logp), PC_OK);
+        pc_evaluator *e = pc_cli_evaluator(fx.circuit, backends[k], N);
+        assert_int_equal(pc_conditionals_f32(e, fx.pixels, missing, N, V, C, want, logp), PC_OK);
         pc_evaluator_free(e);
         char seed_text[32];
         snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)seed);
@@ -256,8 +247,8 @@ static void test_sample_evidence(void **state) {
     snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)seed);
     for (int k = 0; k < 3; k++) {
         mask_of(specs[k == 2 ? 5 : k], missing);
-        pc_evaluator *e = pc_cli_evaluator(circuit, backends[k], N);
-        assert_int_equal(pc_sample_conditional(e, pixels, missing, N, V, seed, 0, want), PC_OK);
+        pc_evaluator *e = pc_cli_evaluator(fx.circuit, backends[k], N);
+        assert_int_equal(pc_sample_conditional(e, fx.pixels, missing, N, V, seed, 0, want), PC_OK);
         pc_evaluator_free(e);
         assert_int_equal(pc_cli_run("sample", "--data", path_of("d.idx"), "--missing",
                                     specs[k == 2 ? 5 : k], "--seed", seed_text, "--kernel",
@@ -287,8 +278,8 @@ static void test_score_missing(void **state) {
     static uint8_t missing[N * V];
     double want[N];
     mask_of("top", missing);
-    pc_evaluator *e = pc_cli_evaluator(circuit, PC_BACKEND_REF, N);
-    assert_int_equal(pc_evaluate(e, pixels, missing, N, V, want), PC_OK);
+    pc_evaluator *e = pc_cli_evaluator(fx.circuit, PC_BACKEND_REF, N);
+    assert_int_equal(pc_evaluate(e, fx.pixels, missing, N, V, want), PC_OK);
     pc_evaluator_free(e);
     assert_int_equal(pc_cli_run("score", "--kernel", "ref", "--data", path_of("d.idx"),
                                 "--missing", "top", "--batch", "5", "--json", "--output",

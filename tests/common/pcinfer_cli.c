@@ -156,3 +156,20 @@ pc_evaluator *pc_cli_evaluator(const pc_circuit *c, pc_backend backend, int64_t 
     assert_int_equal(pc_evaluator_create(c, &opts, &e), PC_OK);
     return e;
 }
+
+void pc_cli_fixture_make(pc_cli_fixture *f, int side, int C, int K, double share, int n) {
+    const int V = side * side;
+    f->model = pc_hr_model(V, C, K, share, 0);
+    assert_int_equal(pc_hclt_save(f->model, pc_cli_path("m.h5"), PC_HCLT_F64), PC_OK);
+    assert_int_equal(pc_circuit_compile(f->model, &f->circuit), PC_OK);
+    f->pixels = pc_hr_data(n, V, C, 0.0, NULL);
+    pc_cli_write_idx(pc_cli_path("d.idx"), f->pixels, (uint32_t)n, (uint32_t)side,
+                     (uint32_t)side, 0);
+    pc_cli_write_npy(pc_cli_path("d.npy"), f->pixels, n, V);
+}
+
+void pc_cli_fixture_free(pc_cli_fixture *f) {
+    pc_circuit_free(f->circuit);
+    pc_hclt_free(f->model);
+    free(f->pixels);
+}

@@ -9,6 +9,7 @@
 
 #include "pc/circuit.h"
 #include "pc/eval.h"
+#include "pc/hclt.h"
 
 /* Finds the program and makes the folder; returns 0 (the program may be absent: then
  * pc_cli_program() is "" and PC_CLI_REQUIRE() skips). pc_cli_stop removes the folder. */
@@ -50,6 +51,18 @@ uint8_t *pc_cli_read_idx(const char *path, const uint32_t *dims, int ndim);
 
 /* An evaluator for the library's answers the program's are compared with (all cores). */
 pc_evaluator *pc_cli_evaluator(const pc_circuit *c, pc_backend backend, int64_t max_batch);
+
+/* A random model of side x side variables (C values, K latents, a latent shared with the parent
+ * with probability `share`) saved as m.h5 in the folder, its circuit, and n random images of
+ * it saved as d.idx (IDX [n, side, side]) and d.npy ([n, V]). */
+typedef struct pc_cli_fixture {
+    pc_hclt *model;
+    pc_circuit *circuit;
+    uint8_t *pixels; /* [n, V] */
+} pc_cli_fixture;
+
+void pc_cli_fixture_make(pc_cli_fixture *f, int side, int C, int K, double share, int n);
+void pc_cli_fixture_free(pc_cli_fixture *f);
 
 #define PC_CLI_REQUIRE()                \
     do {                                \
