@@ -1,4 +1,4 @@
-/* The inputs every pcinfer command opens (pcinfer.h), and the helpers they share. */
+/* The inputs every pcinfer command opens (pcinfer.h), and what the commands share. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
