@@ -8,7 +8,8 @@ set -euo pipefail
 # clang and libclang-rt-dev (libFuzzer): the fuzz tests (fuzz/README.md), skipped without them.
 # libopenmpi-dev, openmpi-bin: data-parallel EM and scoring over MPI ranks (PC_MPI).
 # dataset-fashion-mnist: the second data set, in /usr/share/datasets/fashion-mnist.
-packages=(cmake make gcc binutils pkg-config libhdf5-dev libcmocka-dev zlib1g-dev
+# libpng-dev: the PNG pictures that pcinfer writes.
+packages=(cmake make gcc binutils pkg-config libhdf5-dev libcmocka-dev zlib1g-dev libpng-dev
   python3-dev python3-numpy python3-pytest clang libclang-rt-dev
   libopenmpi-dev openmpi-bin dataset-fashion-mnist)
 missing=()

@@ -26,6 +26,7 @@
 #include "pc/data.h"
 #include "pc/eval.h"
 #include "pc/hclt.h"
+#include "pcinfer_cli.h"
 #include "run_tool.h"
 
 #include "mnist_find.h"
@@ -35,93 +36,38 @@
 #define K 3
 #define N 40
 
-static char *tmpdir, program[4096];
-/* Where run() puts the program's output (fixed: path_of's buffers are reused in turn). */
-static char out_path[4200], err_path[4200];
 static pc_hclt *model;
 static uint8_t *pixels;
 
-static const char *path_of(const char *name) { return pc_hr_path(tmpdir, name); }
-
-static void write_idx(const char *path, const uint8_t *values, uint32_t count, uint32_t rows,
-                      uint32_t cols, int gz) {
-    uint8_t head[16] = {0, 0, 8, 3};
-    uint32_t dims[3] = {count, rows, cols};
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 4; j++) head[4 + 4 * i + j] = (uint8_t)(dims[i] >> (24 - 8 * j));
-    gzFile f = gzopen(path, gz ? "wb" : "wbT"); /* T: plain, no compression */
-    assert_non_null(f);
-    gzwrite(f, head, 16);
-    gzwrite(f, values, count * rows * cols);
-    assert_int_equal(gzclose(f), Z_OK);
-}
+static const char *path_of(const char *name) { return pc_cli_path(name); }
 
 static int setup(void **state) {
     (void)state;
-    const char *bin = getenv("PC_BINARY_DIR");
-    if (!bin) return 0;
-    snprintf(program, sizeof program, "%s/pcinfer", bin);
-    if (access(program, X_OK) != 0) program[0] = '\0';
-    tmpdir = pc_hr_tempdir();
-    snprintf(out_path, sizeof out_path, "%s/stdout.txt", tmpdir);
-    snprintf(err_path, sizeof err_path, "%s/stderr.txt", tmpdir);
+    pc_cli_start();
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     model = pc_hr_model(V, C, K, 0.3, 0);
     assert_int_equal(pc_hclt_save(model, path_of("m.h5"), PC_HCLT_F64), PC_OK);
     pixels = pc_hr_data(N, V, C, 0.0, NULL);
-    write_idx(path_of("d.gz"), pixels, N, 3, 4, 1);
+    pc_cli_write_idx(path_of("d.gz"), pixels, N, 3, 4, 1);
     return 0;
 }
 
 static int teardown(void **state) {
     (void)state;
-    if (tmpdir) pc_hr_rmdir(tmpdir);
+    pc_cli_stop();
     pc_hclt_free(model);
     free(pixels);
     return 0;
 }
 
-/* Runs pcinfer with the arguments (NULL-terminated); stdout and stderr go to files. Returns
- * the exit status, or fails the test if the program died of a signal. */
-static int run(const char *arg0, ...) {
-    const char *argv[32];
-    int n = 0;
-    argv[n++] = program;
-    va_list ap;
-    va_start(ap, arg0);
-    for (const char *a = arg0; a && n < 31; a = va_arg(ap, const char *)) argv[n++] = a;
-    va_end(ap);
-    argv[n] = NULL;
-    int rc = pc_run_tool(argv, out_path, err_path, 600, NULL);
-    if (rc < 0) fail_msg("pcinfer died of signal %d", -rc);
-    return rc;
-}
-
 static char *slurp(const char *path) { return pc_slurp(path); }
 
-static void expect_in(const char *file, const char *frag) {
-    char *text = slurp(path_of(file));
-    assert_non_null(text);
-    if (!strstr(text, frag)) fail_msg("%s lacks '%s':\n%s", file, frag, text);
-    free(text);
-}
-
 /* No output file, and no temporary one next to it. */
-static void expect_no_output(void) {
-    assert_int_equal(access(path_of("out.txt"), F_OK), -1);
-    char cmd[4400];
-    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q '^out[.]txt'", tmpdir);
-    assert_int_not_equal(system(cmd), 0);
-}
-
-#define REQUIRE_PROGRAM()          \
-    do {                           \
-        if (!program[0]) skip();   \
-    } while (0)
+static void expect_no_output(void) { pc_cli_expect_absent("out.txt"); }
 
 static void test_scores_match_library(void **state) {
     (void)state;
-    REQUIRE_PROGRAM();
+    PC_CLI_REQUIRE();
     pc_circuit *c = NULL;
     assert_int_equal(pc_circuit_compile(model, &c), PC_OK);
     double want[N];
@@ -132,10 +78,10 @@ static void test_scores_match_library(void **state) {
     pc_evaluator_free(e);
     pc_circuit_free(c);
 
-    assert_int_equal(run("--kernel", "ref", "--data", path_of("d.gz"), "--batch", "7",
-                         "--output", path_of("out.txt"), path_of("m.h5"), NULL),
+    assert_int_equal(pc_cli_run("--kernel", "ref", "--data", path_of("d.gz"), "--batch", "7",
+                                "--output", path_of("out.txt"), path_of("m.h5"), NULL),
                      0);
-    expect_in("stdout.txt", "mean LL");
+    pc_cli_expect_in("stdout.txt", "mean LL");
     FILE *f = fopen(path_of("out.txt"), "r");
     assert_non_null(f);
     double mean = 0.0;
@@ -151,8 +97,9 @@ static void test_scores_match_library(void **state) {
     remove(path_of("out.txt"));
 
     /* JSON, --limit and --compare. */
-    assert_int_equal(run("--kernel", "cpu-fuse", "--data", path_of("d.gz"), "--limit", "9",
-                         "--compare", "ref", "--json", "--threads", "2", path_of("m.h5"), NULL),
+    assert_int_equal(pc_cli_run("--kernel", "cpu-fuse", "--data", path_of("d.gz"), "--limit", "9",
+                                "--compare", "ref", "--json", "--threads", "2", path_of("m.h5"),
+                                NULL),
                      0);
     char *json = slurp(path_of("stdout.txt"));
     assert_non_null(json);
@@ -166,8 +113,8 @@ static void test_scores_match_library(void **state) {
     free(json);
 
     /* bits/dim = -mean LL / (V ln 2) over all N images. */
-    assert_int_equal(run("--kernel", "ref", "--data", path_of("d.gz"), "--json",
-                         path_of("m.h5"), NULL),
+    assert_int_equal(pc_cli_run("--kernel", "ref", "--data", path_of("d.gz"), "--json",
+                                path_of("m.h5"), NULL),
                      0);
     json = slurp(path_of("stdout.txt"));
     const char *b = strstr(json, "\"bits_per_dim\": ");
@@ -179,27 +126,28 @@ static void test_scores_match_library(void **state) {
 
 static void test_gpu_kernel_falls_back(void **state) {
     (void)state;
-    REQUIRE_PROGRAM();
+    PC_CLI_REQUIRE();
     if (pc_cuda_available()) skip();
-    assert_int_equal(run("--kernel", "gemm", "--data", path_of("d.gz"), path_of("m.h5"), NULL), 0);
-    expect_in("stderr.txt", "no GPU");
-    expect_in("stdout.txt", "cpu");
+    assert_int_equal(
+        pc_cli_run("--kernel", "gemm", "--data", path_of("d.gz"), path_of("m.h5"), NULL), 0);
+    pc_cli_expect_in("stderr.txt", "no GPU");
+    pc_cli_expect_in("stdout.txt", "cpu");
 }
 
 static void test_usage_errors(void **state) {
     (void)state;
-    REQUIRE_PROGRAM();
+    PC_CLI_REQUIRE();
     const char *m = path_of("m.h5"), *o = path_of("out.txt");
-    assert_int_equal(run("--frobnicate", m, NULL), 2);
-    expect_in("stderr.txt", "--frobnicate");
-    assert_int_equal(run("--output", o, NULL), 2);
-    expect_in("stderr.txt", "no model");
-    assert_int_equal(run("--limit", "abc", "--output", o, m, NULL), 2);
-    assert_int_equal(run("--limit", "0", "--output", o, m, NULL), 2);
-    assert_int_equal(run("--kernel", "fastest", "--output", o, m, NULL), 2);
-    expect_in("stderr.txt", "fastest");
-    assert_int_equal(run("--compare", "cpu", "--output", o, m, NULL), 2);
-    assert_int_equal(run("--output", o, m, "--batch", NULL), 2);
+    assert_int_equal(pc_cli_run("--frobnicate", m, NULL), 2);
+    pc_cli_expect_in("stderr.txt", "--frobnicate");
+    assert_int_equal(pc_cli_run("--output", o, NULL), 2);
+    pc_cli_expect_in("stderr.txt", "no model");
+    assert_int_equal(pc_cli_run("--limit", "abc", "--output", o, m, NULL), 2);
+    assert_int_equal(pc_cli_run("--limit", "0", "--output", o, m, NULL), 2);
+    assert_int_equal(pc_cli_run("--kernel", "fastest", "--output", o, m, NULL), 2);
+    pc_cli_expect_in("stderr.txt", "fastest");
+    assert_int_equal(pc_cli_run("--compare", "cpu", "--output", o, m, NULL), 2);
+    assert_int_equal(pc_cli_run("--output", o, m, "--batch", NULL), 2);
     expect_no_output();
 }
 
@@ -303,7 +251,7 @@ static void wrong_shape(hid_t f) {
 
 static void test_bad_inputs(void **state) {
     (void)state;
-    REQUIRE_PROGRAM();
+    PC_CLI_REQUIRE();
     const char *m = path_of("m.h5"), *o = path_of("out.txt");
     const char *data = path_of("d.gz");
     struct {
@@ -326,8 +274,9 @@ static void test_bad_inputs(void **state) {
         {m, path_of("missing.gz"), "No such file"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        assert_int_equal(run("--data", cases[i].data, "--output", o, cases[i].model, NULL), 1);
-        expect_in("stderr.txt", cases[i].frag);
+        assert_int_equal(
+            pc_cli_run("--data", cases[i].data, "--output", o, cases[i].model, NULL), 1);
+        pc_cli_expect_in("stderr.txt", cases[i].frag);
         expect_no_output();
     }
 
@@ -341,42 +290,42 @@ static void test_bad_inputs(void **state) {
     f = fopen(path_of("cut.gz"), "wb");
     fwrite(gz, 1, len - 12, f);
     fclose(f);
-    assert_int_equal(run("--data", path_of("cut.gz"), "--output", o, m, NULL), 1);
-    expect_in("stderr.txt", "cut.gz");
+    assert_int_equal(pc_cli_run("--data", path_of("cut.gz"), "--output", o, m, NULL), 1);
+    pc_cli_expect_in("stderr.txt", "cut.gz");
     expect_no_output();
     gz[len / 2] ^= 0x5a;
     gz[len / 2 + 1] ^= 0xa5;
     f = fopen(path_of("bad.gz"), "wb");
     fwrite(gz, 1, len, f);
     fclose(f);
-    assert_int_equal(run("--data", path_of("bad.gz"), "--output", o, m, NULL), 1);
-    expect_in("stderr.txt", "bad.gz");
+    assert_int_equal(pc_cli_run("--data", path_of("bad.gz"), "--output", o, m, NULL), 1);
+    pc_cli_expect_in("stderr.txt", "bad.gz");
     expect_no_output();
 
-    write_idx(path_of("wide.idx"), pixels, N / 2, 4, 6, 0); /* width 24 != V = 12 */
-    assert_int_equal(run("--data", path_of("wide.idx"), "--output", o, m, NULL), 1);
-    expect_in("stderr.txt", "num_vars = 12");
+    pc_cli_write_idx(path_of("wide.idx"), pixels, N / 2, 4, 6, 0); /* width 24 != V = 12 */
+    assert_int_equal(pc_cli_run("--data", path_of("wide.idx"), "--output", o, m, NULL), 1);
+    pc_cli_expect_in("stderr.txt", "num_vars = 12");
     expect_no_output();
 
     uint8_t *big = malloc(N * V);
     assert_non_null(big);
     memcpy(big, pixels, N * V);
     big[5 * V + 7] = C; /* sample 5, variable 7 */
-    write_idx(path_of("big.idx"), big, N, 3, 4, 0);
+    pc_cli_write_idx(path_of("big.idx"), big, N, 3, 4, 0);
     free(big);
-    assert_int_equal(run("--data", path_of("big.idx"), "--output", o, m, NULL), 1);
-    expect_in("stderr.txt", "sample 5, variable 7");
+    assert_int_equal(pc_cli_run("--data", path_of("big.idx"), "--output", o, m, NULL), 1);
+    pc_cli_expect_in("stderr.txt", "sample 5, variable 7");
     expect_no_output();
 
     /* An output path that cannot be written. */
-    assert_int_equal(run("--data", data, "--output", path_of("no/dir/out.txt"), m, NULL), 1);
-    expect_in("stderr.txt", "no/dir/out.txt");
+    assert_int_equal(pc_cli_run("--data", data, "--output", path_of("no/dir/out.txt"), m, NULL), 1);
+    pc_cli_expect_in("stderr.txt", "no/dir/out.txt");
 }
 
 /* --output never replaces an input or a special file, and leaves them as they were. */
 static void test_output_refused(void **state) {
     (void)state;
-    REQUIRE_PROGRAM();
+    PC_CLI_REQUIRE();
     const char *m = path_of("m.h5"), *d = path_of("d.gz");
     const struct {
         const char *out, *frag;
@@ -393,12 +342,12 @@ static void test_output_refused(void **state) {
     fclose(f);
     assert_int_equal(symlink(path_of("victim.txt"), path_of("link.txt")), 0);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        assert_int_equal(run("--kernel", "ref", "--data", d, "--output", cases[i].out, m, NULL),
-                         1);
-        expect_in("stderr.txt", cases[i].frag);
+        assert_int_equal(
+            pc_cli_run("--kernel", "ref", "--data", d, "--output", cases[i].out, m, NULL), 1);
+        pc_cli_expect_in("stderr.txt", cases[i].frag);
     }
     /* The model and the data still work; the link's target is untouched. */
-    assert_int_equal(run("--kernel", "ref", "--data", d, m, NULL), 0);
+    assert_int_equal(pc_cli_run("--kernel", "ref", "--data", d, m, NULL), 0);
     char *text = slurp(path_of("victim.txt"));
     assert_string_equal(text, "keep\n");
     free(text);
@@ -411,20 +360,20 @@ static void test_output_refused(void **state) {
  * scores (and succeeds); without it the shortfall is an error. */
 static void test_limit_reads_only_what_it_scores(void **state) {
     (void)state;
-    REQUIRE_PROGRAM();
+    PC_CLI_REQUIRE();
     uint8_t head[16] = {0, 0, 8, 3, 0, 0, 1000 >> 8, 1000 & 255, 0, 0, 0, 3, 0, 0, 0, 4};
     gzFile f = gzopen(path_of("short.gz"), "wb");
     assert_non_null(f);
     gzwrite(f, head, 16);
     gzwrite(f, pixels, 20 * V);
     assert_int_equal(gzclose(f), Z_OK);
-    assert_int_equal(run("--kernel", "ref", "--data", path_of("short.gz"), "--limit", "10",
-                         "--json", path_of("m.h5"), NULL),
+    assert_int_equal(pc_cli_run("--kernel", "ref", "--data", path_of("short.gz"), "--limit", "10",
+                                "--json", path_of("m.h5"), NULL),
                      0);
-    expect_in("stdout.txt", "\"images\": 10");
-    assert_int_equal(run("--kernel", "ref", "--data", path_of("short.gz"), path_of("m.h5"), NULL),
-                     1);
-    expect_in("stderr.txt", "the file ends in row 20");
+    pc_cli_expect_in("stdout.txt", "\"images\": 10");
+    assert_int_equal(
+        pc_cli_run("--kernel", "ref", "--data", path_of("short.gz"), path_of("m.h5"), NULL), 1);
+    pc_cli_expect_in("stderr.txt", "the file ends in row 20");
     remove(path_of("short.gz"));
 }
 
@@ -458,12 +407,15 @@ static long streamed_rss(const feed *proto, uint32_t n, const char *limit) {
     fd.n = n;
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, feed_fifo, &fd), 0);
-    const char *argv[] = {program, "--kernel", "cpu", "--data", fd.fifo, "--json",
+    const char *argv[] = {pc_cli_program(), "--kernel", "cpu", "--data", fd.fifo, "--json",
                           limit ? "--limit" : path_of("m784.h5"), limit, path_of("m784.h5"),
                           NULL};
     if (!limit) argv[7] = NULL;
     struct rusage ru;
-    int rc = pc_run_tool(argv, out_path, err_path, 600, &ru);
+    char out[4200], err[4200];
+    snprintf(out, sizeof out, "%s", path_of("stdout.txt"));
+    snprintf(err, sizeof err, "%s", path_of("stderr.txt"));
+    int rc = pc_run_tool(argv, out, err, 600, &ru);
     pthread_join(t, NULL);
     if (rc != 0) {
         char *err = slurp(path_of("stderr.txt"));
@@ -472,14 +424,14 @@ static long streamed_rss(const feed *proto, uint32_t n, const char *limit) {
     char want[64];
     snprintf(want, sizeof want, "\"images\": %s", limit ? limit : "");
     if (!limit) snprintf(want, sizeof want, "\"images\": %u", n);
-    expect_in("stdout.txt", want);
+    pc_cli_expect_in("stdout.txt", want);
     return ru.ru_maxrss;
 }
 
 /* 10^6 images cost no more memory than 10^3: the data is streamed, not loaded. */
 static void test_streaming_memory(void **state) {
     (void)state;
-    REQUIRE_PROGRAM();
+    PC_CLI_REQUIRE();
     pc_hclt *m784 = pc_hr_model(784, 256, 1, 0.3, 0);
     assert_int_equal(pc_hclt_save(m784, path_of("m784.h5"), PC_HCLT_F32), PC_OK);
     pc_hclt_free(m784);
