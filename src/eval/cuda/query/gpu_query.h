@@ -20,8 +20,13 @@ extern "C" {
 pc_status pc_gpu_query_time(void *state, const char *query, const uint8_t *x,
                             const uint8_t *missing, int64_t n, int reps, double *median_ms);
 
-/* Forces the samples per block of the tree kernels (0: the state's own choice). */
+/* Forces the samples per block of the query kernels (0: the state's own choice). */
 void pc_gpu_query_force_rows(void *state, int32_t rows);
+
+/* Sets the K up to which the p(x) sampler finds a latent's state by counting over its row
+ * rather than by a binary search (0: always the search; negative: the default,
+ * PC_GQ_COUNT_K). */
+void pc_gpu_query_force_count_k(void *state, int32_t count_k);
 
 #ifdef __cplusplus
 }
