@@ -163,7 +163,10 @@ static void test_shape_rows_chunk(void **state) {
     assert_int_equal(pc_gpu_query_shape_for(20000, 227 * 1024, &s), PC_ERR_UNSUPPORTED);
     assert_int_equal(pc_gpu_query_shape_for(16, 100, &s), PC_ERR_UNSUPPORTED);
     assert_int_equal(pc_gpu_query_rows_for(512, 132, 0), 1);
-    assert_int_equal(pc_gpu_query_rows_for(4096, 132, 0), 7);
+    assert_int_equal(pc_gpu_query_rows_for(528, 132, 0), 1);
+    assert_int_equal(pc_gpu_query_rows_for(529, 132, 0), 2);
+    assert_int_equal(pc_gpu_query_rows_for(4096, 132, 0), 8);
+    assert_int_equal(pc_gpu_query_rows_for(2000, 132, 0), 4);
     assert_int_equal(pc_gpu_query_rows_for(16384, 132, 0), 8);
     assert_int_equal(pc_gpu_query_rows_for(1, 0, 0), 1);
     assert_int_equal(pc_gpu_query_rows_for(512, 132, 3), 3);

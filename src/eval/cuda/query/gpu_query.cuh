@@ -69,6 +69,7 @@ struct pc_gq_args {
                                  the teams' (else in z) */
     int32_t count_k;          /* p(x) sampler: at K <= count_k a latent's state is a count over
                                  its row, above a binary search */
+    int32_t f32_exp;          /* sum-product: exp and log to FP32's accuracy (the sums FP64) */
     int32_t half_c, half_k;   /* pc_gpu_query_half(C), pc_gpu_query_half(K) */
 };
 
@@ -94,6 +95,9 @@ pc_status pc_gq_launch_kernel(const void *kernel, const pc_gq_launch *l, const p
 
 /* The p(x) sampler's count_k (above: binary searches). */
 #define PC_GQ_COUNT_K 32
+
+/* Whether the sum-product passes take exp and log to FP32's accuracy by default. */
+#define PC_GQ_F32_EXP 0
 
 /* Each queues its kernels for the chunk described by a on stream `stream`. */
 pc_status pc_gq_launch_mpe(const pc_gq_launch *l, const pc_gq_args *a, cudaStream_t stream);

@@ -28,6 +28,11 @@ void pc_gpu_query_force_rows(void *state, int32_t rows);
  * PC_GQ_COUNT_K). */
 void pc_gpu_query_force_count_k(void *state, int32_t count_k);
 
+/* Sets whether the sum-product passes (conditionals, conditional sampling) take exp and log to
+ * FP32's accuracy, their sums staying FP64 (1) or in FP64 (0; negative: the default,
+ * PC_GQ_F32_EXP). */
+void pc_gpu_query_force_f32_exp(void *state, int32_t f32_exp);
+
 #ifdef __cplusplus
 }
 #endif

@@ -56,7 +56,8 @@ pc_status pc_gpu_query_shape_for(int32_t K, size_t max_smem, pc_gpu_query_shape 
 
 int32_t pc_gpu_query_rows_for(int64_t n, int32_t sms, int32_t forced) {
     if (forced > 0) return forced;
-    const int64_t rows = n / (4 * (int64_t)(sms > 0 ? sms : 1));
+    const int64_t slots = PC_GPU_QUERY_BLOCKS_PER_SM * (int64_t)(sms > 0 ? sms : 1);
+    const int64_t rows = (n + slots - 1) / slots;
     return rows < 1 ? 1 : rows > 8 ? 8 : (int32_t)rows;
 }
 

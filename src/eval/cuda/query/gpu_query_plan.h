@@ -62,9 +62,10 @@ typedef struct pc_gpu_query_shape {
  * (whole warps of teams): PC_ERR_UNSUPPORTED (naming K) when even one warp does not fit. */
 pc_status pc_gpu_query_shape_for(int32_t K, size_t max_smem, pc_gpu_query_shape *out);
 
-/* Samples per block for a pass of n samples on `sms` multiprocessors: one while the blocks
- * still fill the GPU four times over, then more (up to 8), so that the thin layers near the
- * root keep more teams busy. `forced` > 0 overrides the choice (benchmarks). */
+/* Samples per block for a pass of n samples on `sms` multiprocessors: the fewest (up to 8)
+ * that put every block on the GPU at once (PC_GPU_QUERY_BLOCKS_PER_SM per SM), so that the
+ * thin layers near the root keep more teams busy in place of blocks waiting for a second
+ * wave. `forced` > 0 overrides the choice (benchmarks). */
 int32_t pc_gpu_query_rows_for(int64_t n, int32_t sms, int32_t forced);
 
 /* Device bytes per sample of a pass (node values, MPE's argmax, latent states, the samplers'
