@@ -1,14 +1,16 @@
 /* The queries on the GPU (internal): conditionals, MPE and both samplers for every GPU backend
- * (fuse, int, gemm), in FP64 throughout, over the evaluator's circuit as compiled.
+ * (fuse, int, gemm), in FP64 (the sum-product passes' exp and log optionally to FP32's
+ * accuracy: f32_exp), over the evaluator's circuit as compiled.
  *
  * Passes, per chunk of n samples (node values [n][G][K] doubles, absolute log values):
  *   gather     P_g(b, k) = sum_{v in vars(g)} in[v][x_bv or C][k], in the order of vars(g)
  *   upward     P_g += the children's msg_c, in child order; then
- *                MPE:          msg_g(j) = max_k (trans_logw[t, j, k] + P_g(k))
+ *                MPE:          msg_g(j) = max_k (trans_logw[t, j, k] + P_g(k)), and the lowest
+ *                              k attaining it
  *                sum-product:  msg_g(j) = m + log sum_k exp(trans_logw[t, j, k]) e^{P_g(k) - m}
- *   downward   MPE: backtracking from the root, the lowest argmax; conditionals: posteriors
- *              lpost_g (over msg_g) and their normalised exp (over P_g); conditional sampling:
- *              ancestral draws of Z_g and of the missing values
+ *   downward   MPE: z_g = that argmax at z_parent, from the root; conditionals: posteriors
+ *              lpost_g (over msg_g) and their normalised exp (over P_g); samplers: ancestral
+ *              draws of Z_g, then of every missing value at once
  * exactly as docs/queries.md states them. The MPE tables and additions are the CPU's, in the
  * CPU's order, so the GPU's MPE is ref's bit for bit. Sum-product sums that underflow (below
  * 2^-960, as ref) are recomputed as an exact LSE.
