@@ -31,7 +31,7 @@
 #define V (SIDE * SIDE)
 #define C 256
 #define TOL_GPU 1e-5
-#define TOL_F32_EXP_LOGP 1e-4
+#define TOL_F32_EXP_LOGP 1e-3 /* as cpu-fuse's FP32 passes (test_query_mnist.c) */
 #define MPE_TIE 1e-9
 
 static pc_circuit *circuit;
