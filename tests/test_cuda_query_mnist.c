@@ -3,7 +3,9 @@
  * pixel sum to 1 and stay within TOL_GPU of ref's (float output too); MPE is ref's (a row may
  * differ only on a near-tie: then both completions attain the same joint within MPE_TIE) and
  * beats 1000 random and sampled completions; p(x) samples are ref's rows, conditional samples
- * ref's in nearly every row. Skipped without a GPU, or when the model or MNIST is absent. */
+ * ref's in nearly every row. The same for the variant of the sum-product passes with exp and
+ * log to FP32's accuracy (gpu_query.h): conditionals within TOL_GPU, log p(e) within
+ * TOL_F32_EXP_LOGP. Skipped without a GPU, or when the model or MNIST is absent. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,8 +17,10 @@
 
 #include <cmocka.h>
 
-#include "hclt_random.h"
 #include "enumerate.h"
+#include "eval/cuda/query/gpu_query.h"
+#include "eval/evaluator.h"
+#include "hclt_random.h"
 #include "mnist_find.h"
 #include "pc/data.h"
 #include "pc/query.h"
@@ -27,6 +31,7 @@
 #define V (SIDE * SIDE)
 #define C 256
 #define TOL_GPU 1e-5
+#define TOL_F32_EXP_LOGP 1e-3 /* as cpu-fuse's FP32 passes (test_query_mnist.c) */
 #define MPE_TIE 1e-9
 
 static pc_circuit *circuit;
@@ -72,16 +77,13 @@ static int teardown(void **state) {
         if (!circuit) skip();     \
     } while (0)
 
-static void test_conditionals(void **state) {
-    (void)state;
-    REQUIRE_MODEL();
+/* fuse's conditionals (double and float) of the rows against ref's: every row sums to 1,
+ * observed rows are one-hot, values within TOL_GPU of ref's, log p(e) within tol_lp. */
+static void check_conditionals(pc_evaluator *e, const double *ref, const double *ref_lp,
+                               double tol_lp, const char *name) {
     const size_t cells = (size_t)ROWS * V * C;
-    double *ref = pc_test_alloc(cells * 8), *got = pc_test_alloc(cells * 8);
+    double *got = pc_test_alloc(cells * 8), lp[ROWS];
     float *got32 = pc_test_alloc(cells * 4);
-    double ref_lp[ROWS], lp[ROWS];
-    pc_evaluator *r = pc_test_evaluator(circuit, PC_BACKEND_REF, ROWS, 0);
-    pc_evaluator *e = pc_test_evaluator(circuit, PC_BACKEND_FUSE, ROWS, 0);
-    assert_int_equal(pc_conditionals(r, x, missing, ROWS, V, C, ref, ref_lp), PC_OK);
     pc_test_poison_f64(got, cells), pc_test_poison_f32(got32, cells);
     pc_test_poison_f64(lp, ROWS);
     assert_int_equal(pc_conditionals(e, x, missing, ROWS, V, C, got, lp), PC_OK);
@@ -99,13 +101,26 @@ static void test_conditionals(void **state) {
         if (!missing[i / C]) assert_true(got[i + x[i / C]] == 1.0 && sum == 1.0);
     }
     for (int i = 0; i < ROWS; i++) worst_lp = fmax(worst_lp, fabs(lp[i] - ref_lp[i]));
-    print_message("  fuse: max |p - ref| %.2g (float output %.2g), rows sum to 1 within %.2g, "
-                  "log p(e) within %.2g of ref\n", worst, worst32, worst_sum, worst_lp);
+    print_message("  fuse%s: max |p - ref| %.2g (float output %.2g), rows sum to 1 within %.2g, "
+                  "log p(e) within %.2g of ref\n", name, worst, worst32, worst_sum, worst_lp);
     assert_true(worst <= TOL_GPU && worst32 <= TOL_GPU && worst_sum <= 1e-12);
-    assert_true(worst_lp <= 1e-9);
+    assert_true(worst_lp <= tol_lp);
+    free(got), free(got32);
+}
+
+static void test_conditionals(void **state) {
+    (void)state;
+    REQUIRE_MODEL();
+    double *ref = pc_test_alloc((size_t)ROWS * V * C * 8), ref_lp[ROWS];
+    pc_evaluator *r = pc_test_evaluator(circuit, PC_BACKEND_REF, ROWS, 0);
+    pc_evaluator *e = pc_test_evaluator(circuit, PC_BACKEND_FUSE, ROWS, 0);
+    assert_int_equal(pc_conditionals(r, x, missing, ROWS, V, C, ref, ref_lp), PC_OK);
+    check_conditionals(e, ref, ref_lp, 1e-9, "");
+    pc_gpu_query_force_f32_exp(e->query_state, 1);
+    check_conditionals(e, ref, ref_lp, TOL_F32_EXP_LOGP, " (FP32 exp)");
     pc_evaluator_free(e);
     pc_evaluator_free(r);
-    free(ref), free(got), free(got32);
+    free(ref);
 }
 
 /* max_z log p(x, z) of full rows [n, V]: MPE with nothing missing. */
@@ -170,17 +185,20 @@ static void test_samples(void **state) {
     assert_int_equal(pc_sample(e, ROWS, V, seed, 7, got), PC_OK);
     assert_memory_equal(got, ref, sizeof got);
     assert_int_equal(pc_sample_conditional(r, x, missing, ROWS, V, seed, 7, ref), PC_OK);
-    pc_test_poison_bytes(got, sizeof got);
-    assert_int_equal(pc_sample_conditional(e, x, missing, ROWS, V, seed, 7, got), PC_OK);
-    int differ = 0;
-    for (int i = 0; i < ROWS; i++) {
-        differ += memcmp(got + i * V, ref + i * V, V) != 0;
-        for (int v = 0; v < V; v++)
-            if (!missing[i * V + v]) assert_int_equal(got[i * V + v], x[i * V + v]);
+    for (int f32 = 0; f32 <= 1; f32++) {
+        pc_gpu_query_force_f32_exp(e->query_state, f32);
+        pc_test_poison_bytes(got, sizeof got);
+        assert_int_equal(pc_sample_conditional(e, x, missing, ROWS, V, seed, 7, got), PC_OK);
+        int differ = 0;
+        for (int i = 0; i < ROWS; i++) {
+            differ += memcmp(got + i * V, ref + i * V, V) != 0;
+            for (int v = 0; v < V; v++)
+                if (!missing[i * V + v]) assert_int_equal(got[i * V + v], x[i * V + v]);
+        }
+        print_message("  fuse%s: conditional samples differing from ref's: %d of %d rows\n",
+                      f32 ? " (FP32 exp)" : "", differ, ROWS);
+        assert_true(differ <= 2);
     }
-    print_message("  fuse: conditional samples differing from ref's: %d of %d rows\n", differ,
-                  ROWS);
-    assert_true(differ <= 2);
     pc_evaluator_free(e);
     pc_evaluator_free(r);
 }

@@ -29,15 +29,17 @@ static pc_circuit *random_circuit(pc_hclt **model) {
     return pc_test_compile(*model);
 }
 
-/* The plan's fields are the circuit's, and a group's draw number is the count of draws the
- * CPU's p(x) sampler makes before Z_g (query_sample.c: from the root down, Z_g then g's
- * variables). */
+/* The plan's fields are the circuit's, and the draw numbers of Z_g and of X_v are the counts
+ * of draws the CPU's p(x) sampler makes before them (query_sample.c: from the root down, Z_g
+ * then g's variables). */
 static void check_plan(const pc_circuit *c) {
     const int32_t G = c->num_groups, V = c->num_vars;
     pc_gpu_query_group *g = pc_test_alloc(sizeof *g * (size_t)G);
     int32_t *var_group = pc_test_alloc(sizeof(int32_t) * (size_t)V);
-    for (int32_t v = 0; v < V; v++) var_group[v] = -1;
-    assert_int_equal(pc_gpu_query_plan(c, g, var_group), PC_OK);
+    int32_t *var_draw = pc_test_alloc(sizeof(int32_t) * (size_t)V);
+    for (int32_t v = 0; v < V; v++) var_group[v] = var_draw[v] = -1;
+    assert_int_equal(pc_gpu_query_plan(c, g, var_group, NULL), PC_ERR_ARG);
+    assert_int_equal(pc_gpu_query_plan(c, g, var_group, var_draw), PC_OK);
     int32_t draws = 0;
     for (int32_t i = G - 1; i >= 0; i--) {
         assert_int_equal(g[i].var_begin, c->var_start[i]);
@@ -48,12 +50,33 @@ static void check_plan(const pc_circuit *c) {
         assert_int_equal(g[i].trans, c->group_trans[i]);
         assert_int_equal(g[i].draw, draws);
         draws++;
-        for (int32_t vi = c->var_start[i]; vi < c->var_start[i + 1]; vi++, draws++)
+        for (int32_t vi = c->var_start[i]; vi < c->var_start[i + 1]; vi++, draws++) {
             assert_int_equal(var_group[c->group_vars[vi]], i);
+            assert_int_equal(var_draw[c->group_vars[vi]], draws);
+        }
     }
     assert_int_equal(draws, G + V);
     for (int32_t v = 0; v < V; v++) assert_true(var_group[v] >= 0);
-    free(g), free(var_group);
+    free(g), free(var_group), free(var_draw);
+}
+
+/* The gather's ranges cover the groups in order, hold at most per_range variables unless they
+ * are one group, and are closed only where the next group would not fit. */
+static void check_ranges(const pc_circuit *c, int32_t per_range) {
+    const int32_t G = c->num_groups;
+    int32_t *starts = pc_test_alloc(sizeof(int32_t) * (size_t)(G + 1));
+    const int32_t n = pc_gpu_query_gather_ranges(c, per_range, starts);
+    assert_true(n >= 1 && n <= G);
+    assert_int_equal(starts[0], 0);
+    assert_int_equal(starts[n], G);
+    for (int32_t r = 0; r < n; r++) {
+        const int32_t g0 = starts[r], g1 = starts[r + 1];
+        const int32_t vars = c->var_start[g1] - c->var_start[g0];
+        assert_true(g1 > g0);
+        assert_true(vars <= per_range || g1 == g0 + 1);
+        if (r + 1 < n) assert_true(vars + c->var_start[g1 + 1] - c->var_start[g1] > per_range);
+    }
+    free(starts);
 }
 
 static void test_plan(void **state) {
@@ -62,12 +85,13 @@ static void test_plan(void **state) {
         pc_hclt *m;
         pc_circuit *c = random_circuit(&m);
         check_plan(c);
+        for (int32_t per = 1; per <= 2 * c->num_vars; per = 2 * per + 1) check_ranges(c, per);
         pc_circuit_free(c);
         pc_hclt_free(m);
     }
     pc_gpu_query_group g;
-    int32_t vg;
-    assert_int_equal(pc_gpu_query_plan(NULL, &g, &vg), PC_ERR_ARG);
+    int32_t vg, vd;
+    assert_int_equal(pc_gpu_query_plan(NULL, &g, &vg, &vd), PC_ERR_ARG);
 }
 
 /* Draw d of row `index` equals the (d + 1)-th pc_rng_unit of the CPU's stream. */
@@ -139,7 +163,10 @@ static void test_shape_rows_chunk(void **state) {
     assert_int_equal(pc_gpu_query_shape_for(20000, 227 * 1024, &s), PC_ERR_UNSUPPORTED);
     assert_int_equal(pc_gpu_query_shape_for(16, 100, &s), PC_ERR_UNSUPPORTED);
     assert_int_equal(pc_gpu_query_rows_for(512, 132, 0), 1);
-    assert_int_equal(pc_gpu_query_rows_for(4096, 132, 0), 7);
+    assert_int_equal(pc_gpu_query_rows_for(528, 132, 0), 1);
+    assert_int_equal(pc_gpu_query_rows_for(529, 132, 0), 2);
+    assert_int_equal(pc_gpu_query_rows_for(4096, 132, 0), 8);
+    assert_int_equal(pc_gpu_query_rows_for(2000, 132, 0), 4);
     assert_int_equal(pc_gpu_query_rows_for(16384, 132, 0), 8);
     assert_int_equal(pc_gpu_query_rows_for(1, 0, 0), 1);
     assert_int_equal(pc_gpu_query_rows_for(512, 132, 3), 3);

@@ -7,16 +7,21 @@
  *    pc_mpe, pc_sample_conditional and pc_sample, each timed through the API in rounds that
  *    alternate with pc_evaluate on the same batch (ratio: the median of the per-round ratios)
  *    and on the device alone (pc_gpu_query_time against pc_testing_time_forward: kernels only,
- *    no copies). The conditionals' floors: cudaMemset of their float output on the device, and
- *    copying it to pageable and to pinned host memory.
- * 2. Samples per block of the tree kernels swept (device time of MPE and the conditionals).
+ *    no copies). The conditionals' floors: cudaMemset of their float output on the device,
+ *    copying it to pageable and to pinned host memory, and pc_conditionals_f32 into pinned
+ *    memory.
+ * 2. The variants of gpu_query.h on the device: the sum-product passes with exp and log to
+ *    FP32's accuracy (and how far their conditionals and log p(e) move from the FP64 passes'),
+ *    p(x)'s latents by binary searches instead of counts; samples per block swept (MPE, the
+ *    conditionals, both samplers).
  * 3. Sampling `draws` (100,000) images from p(x) for the shipped model and for K = 64, 128
  *    (the Chow-Liu structure of MNIST with pc_learn_init_params, as gpu_circuit_bench makes
  *    them): images/s through pc_sample against pc_evaluate of the same images, and on the
- *    device per image; MPE and the conditionals at batch 512 on the device for each K.
+ *    device per image; every query and the variants at batch 512 on the device for each K.
  * One JSON object per line in OUT.jsonl (written through a temporary file), a Markdown table
  * on stdout, progress on stderr. Built only with CUDA (bench/CMakeLists.txt). */
 #include <cuda_runtime.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +178,75 @@ static void emit_query(const char *model, int K, const char *pattern, int64_t n,
     fflush(stdout);
 }
 
+/* The conditionals into pinned host memory through the API (the copy is then DMA, not staged
+ * through the driver's pageable buffers): median ms of reps. */
+static double api_pinned_conditionals(const bench *b, int reps) {
+    float *pinned = NULL;
+    double t[64];
+    if (cudaMallocHost((void **)&pinned, (size_t)b->n * V * C * sizeof(float))) die("pinned");
+    for (int r = 0; r <= reps; r++) {
+        const double t0 = now_ms();
+        if (pc_conditionals_f32(b->e, b->x, b->missing, b->n, V, C, pinned, b->logp))
+            die("pinned conditionals");
+        if (r > 0) t[r - 1] = now_ms() - t0;
+    }
+    cudaFreeHost(pinned);
+    return median(t, reps);
+}
+
+static void emit_variant(const char *model, int K, const char *pattern, int64_t n, enum query q,
+                         const char *variant, double dev, double fwd) {
+    fprintf(js, "{\"model\": \"%s\", \"K\": %d, \"missing\": \"%s\", \"batch\": %lld, "
+                "\"query\": \"%s\", \"variant\": \"%s\", \"device_ms\": %.4f, "
+                "\"likelihood_device_ms\": %.4f, \"device_vs_likelihood\": %.3f}\n",
+            model, K, pattern, (long long)n, names[q], variant, dev, fwd,
+            dev > 0 ? dev / fwd : -1.0);
+    printf("| variant | %s K=%d | %s | %lld | %s | %s | device %.4f ms | %.2fx the forward "
+           "pass |\n", model, K, pattern, (long long)n, names[q], variant, dev,
+           dev > 0 ? dev / fwd : -1.0);
+}
+
+/* The variants of gpu_query.h on b's rows: exp and log to FP32's accuracy (conditionals where
+ * `conditionals`, conditional sampling), p(x)'s latents by binary searches (K <= 32, where
+ * the default counts). */
+static void time_variants(const bench *b, const char *model, int K, const char *pattern,
+                          int conditionals, double fwd) {
+    pc_gpu_query_force_f32_exp(b->e->query_state, 1);
+    if (conditionals)
+        emit_variant(model, K, pattern, b->n, Q_COND32, "f32_exp", device_ms(b, Q_COND32, 20),
+                     fwd);
+    emit_variant(model, K, pattern, b->n, Q_SAMPLE_COND, "f32_exp",
+                 device_ms(b, Q_SAMPLE_COND, 20), fwd);
+    pc_gpu_query_force_f32_exp(b->e->query_state, -1);
+    if (K > 32) return;
+    pc_gpu_query_force_count_k(b->e->query_state, 0);
+    emit_variant(model, K, pattern, b->n, Q_SAMPLE, "binary_search", device_ms(b, Q_SAMPLE, 20),
+                 fwd);
+    pc_gpu_query_force_count_k(b->e->query_state, -1);
+}
+
+/* The largest |difference| of the FP32-exp variant's conditionals and log p(e) from the FP64
+ * passes' on b's rows (b->probs64 holds room for them; f32 scratch for the second). */
+static void f32_exp_accuracy(const bench *b, const char *pattern) {
+    const size_t cells = (size_t)b->n * V * C;
+    double *other = malloc(cells * sizeof(double)), *lp = malloc((size_t)b->n * sizeof(double));
+    double worst = 0.0, worst_lp = 0.0;
+    if (!other || !lp) die("out of memory");
+    call(b, Q_COND64);
+    pc_gpu_query_force_f32_exp(b->e->query_state, 1);
+    if (pc_conditionals(b->e, b->x, b->missing, b->n, V, C, other, lp)) die("f32 exp");
+    pc_gpu_query_force_f32_exp(b->e->query_state, -1);
+    for (size_t i = 0; i < cells; i++) worst = fmax(worst, fabs(other[i] - b->probs64[i]));
+    for (int64_t i = 0; i < b->n; i++) worst_lp = fmax(worst_lp, fabs(lp[i] - b->logp[i]));
+    fprintf(js, "{\"model\": \"mnist.h5\", \"missing\": \"%s\", \"batch\": %lld, "
+                "\"query\": \"f32_exp_accuracy\", \"max_abs_conditionals\": %.3g, "
+                "\"max_abs_logp\": %.3g}\n",
+            pattern, (long long)b->n, worst, worst_lp);
+    printf("| accuracy | %s | %lld | FP32 exp against the FP64 passes: conditionals within %.2g, "
+           "log p(e) within %.2g |\n", pattern, (long long)b->n, worst, worst_lp);
+    free(other), free(lp);
+}
+
 /* Part 1 for one evidence pattern and batch. */
 static void time_batch(pc_evaluator *e, const uint8_t *x, const uint8_t *missing, int64_t n,
                        const char *pattern, int reps, float *probs32, double *probs64) {
@@ -180,36 +254,44 @@ static void time_batch(pc_evaluator *e, const uint8_t *x, const uint8_t *missing
     double *logp = malloc((size_t)n * sizeof(double));
     if (!out || !logp) die("out of memory");
     const bench b = {e, x, missing, n, logp, probs64, probs32, out};
+    const int small = n <= 512; /* the conditionals: 0.8-1.6 MB per image */
     call(&b, Q_MPE); /* makes the query state */
     const double fwd = forward_ms(&b, 20);
     for (int q = Q_COND32; q < Q_COUNT; q++) {
-        if ((q == Q_COND32 || q == Q_COND64) && n > 512) continue; /* 0.8-1.6 MB per image */
+        if ((q == Q_COND32 || q == Q_COND64) && !small) continue;
         double lik, api;
         const double ratio = api_rounds(&b, (enum query)q, reps, &lik, &api);
         emit_query("mnist.h5", 16, pattern, n, (enum query)q, api, lik, ratio,
                    device_ms(&b, (enum query)q, 20), fwd);
     }
-    if (n <= 512) {
+    if (small) {
         double floors[3];
         output_floors(n, reps, probs32, floors);
+        const double pinned = api_pinned_conditionals(&b, reps);
         fprintf(js, "{\"model\": \"mnist.h5\", \"batch\": %lld, \"query\": \"output_floor_f32\", "
                     "\"device_memset_ms\": %.4f, \"d2h_pageable_ms\": %.3f, "
-                    "\"d2h_pinned_ms\": %.3f}\n",
-                (long long)n, floors[0], floors[1], floors[2]);
+                    "\"d2h_pinned_ms\": %.3f, \"api_conditionals_f32_pinned_ms\": %.3f}\n",
+                (long long)n, floors[0], floors[1], floors[2], pinned);
         printf("| floor | float output of %lld images (%.0f MB) | memset on the device %.3f ms | "
-               "to pageable host memory %.2f ms | to pinned %.2f ms |\n",
-               (long long)n, n * V * C * 4 / 1e6, floors[0], floors[1], floors[2]);
+               "to pageable host memory %.2f ms | to pinned %.2f ms | pc_conditionals_f32 into "
+               "pinned memory %.2f ms |\n",
+               (long long)n, n * V * C * 4 / 1e6, floors[0], floors[1], floors[2], pinned);
+        f32_exp_accuracy(&b, pattern);
     }
+    time_variants(&b, "mnist.h5", 16, pattern, small, fwd);
     for (int rows = 1; rows <= 16; rows *= 2) {
         pc_gpu_query_force_rows(e->query_state, rows);
         const double mpe = device_ms(&b, Q_MPE, 10);
-        const double cond = n <= 512 ? device_ms(&b, Q_COND32, 10) : -1.0;
+        const double cond = small ? device_ms(&b, Q_COND32, 10) : -1.0;
+        const double sc = device_ms(&b, Q_SAMPLE_COND, 10), sp = device_ms(&b, Q_SAMPLE, 10);
         fprintf(js, "{\"model\": \"mnist.h5\", \"missing\": \"%s\", \"batch\": %lld, "
                     "\"rows_per_block\": %d, \"mpe_device_ms\": %.4f, "
-                    "\"conditionals_f32_device_ms\": %.4f}\n",
-                pattern, (long long)n, rows, mpe, cond);
-        printf("| rows sweep | %s | %lld | rows %d | MPE %.4f ms | conditionals f32 %.4f ms |\n",
-               pattern, (long long)n, rows, mpe, cond);
+                    "\"conditionals_f32_device_ms\": %.4f, "
+                    "\"sample_conditional_device_ms\": %.4f, \"sample_device_ms\": %.4f}\n",
+                pattern, (long long)n, rows, mpe, cond, sc, sp);
+        printf("| rows sweep | %s | %lld | rows %d | MPE %.4f ms | conditionals f32 %.4f ms | "
+               "sample_conditional %.4f ms | sample %.4f ms |\n",
+               pattern, (long long)n, rows, mpe, cond, sc, sp);
     }
     pc_gpu_query_force_rows(e->query_state, 0);
     free(out), free(logp);
@@ -242,23 +324,35 @@ static void time_sampling(const pc_circuit *c, const char *model, int64_t draws,
         dev = device_ms(&fewer, Q_SAMPLE, 10);
     }
     const double fwd = forward_ms(&all, 10);
+    double dev_search = -1.0; /* p(x)'s latents by binary searches (a variant at K <= 32) */
+    if (c->num_latents <= 32) {
+        const bench some = {e, rows, NULL, dn, logp, NULL, NULL, rows};
+        pc_gpu_query_force_count_k(e->query_state, 0);
+        dev_search = device_ms(&some, Q_SAMPLE, 10);
+        pc_gpu_query_force_count_k(e->query_state, -1);
+    }
     fprintf(js, "{\"model\": \"%s\", \"K\": %d, \"query\": \"sample_p_x\", \"images\": %lld, "
                 "\"api_ms\": %.2f, \"images_per_s\": %.0f, \"likelihood_api_ms\": %.2f, "
                 "\"api_vs_likelihood\": %.3f, \"device_us_per_image\": %.4f, "
-                "\"likelihood_device_us_per_image\": %.4f}\n",
+                "\"likelihood_device_us_per_image\": %.4f, "
+                "\"binary_search_device_us_per_image\": %.4f}\n",
             model, c->num_latents, (long long)draws, s, draws / s * 1e3, l, s / l,
-            1e3 * dev / (double)dn, 1e3 * fwd / (double)n);
+            1e3 * dev / (double)dn, 1e3 * fwd / (double)n, 1e3 * dev_search / (double)dn);
     printf("| sampling p(x) | %s K=%d | %lld images: %.1f ms (%.0f images/s) | pc_evaluate of "
            "them %.1f ms (%.2fx) | device %.3f us/image vs forward %.3f us/image (%.2fx) |\n",
            model, c->num_latents, (long long)draws, s, draws / s * 1e3, l, s / l,
            1e3 * dev / (double)dn, 1e3 * fwd / (double)n, (dev / (double)dn) / (fwd / (double)n));
-    /* MPE and conditionals at batch 512 on the device. */
+    if (dev_search > 0)
+        printf("| variant | %s K=%d | p(x) sampling, latents by binary searches: device %.3f "
+               "us/image |\n", model, c->num_latents, 1e3 * dev_search / (double)dn);
+    /* Every query at batch 512 on the device, and the variants. */
     const bench b = {e, x, missing, 512, logp, NULL, NULL, rows};
     call(&b, Q_MPE);
     const double f512 = forward_ms(&b, 10);
-    for (int q = Q_COND32; q <= Q_SAMPLE_COND; q++)
+    for (int q = Q_COND32; q <= Q_SAMPLE; q++)
         emit_query(model, c->num_latents, "left_half", 512, (enum query)q, -1, -1, -1,
                    device_ms(&b, (enum query)q, 10), f512);
+    time_variants(&b, model, c->num_latents, "left_half", 1, f512);
     pc_evaluator_free(e);
     free(rows), free(logp);
 }
@@ -291,6 +385,7 @@ int main(int argc, char **argv) {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", argv[1]);
     if (!(js = fopen(tmp, "w"))) return fprintf(stderr, "cannot write %s\n", tmp), 1;
+    setvbuf(js, NULL, _IOLBF, 0), setvbuf(stdout, NULL, _IOLBF, 0); /* a timeout keeps lines */
     pc_hclt *model = NULL;
     pc_circuit *c = NULL;
     if (pc_hclt_load(model_path, &model) != PC_OK || pc_circuit_compile(model, &c) != PC_OK)

@@ -1,6 +1,8 @@
 /* The GPU queries in a build without CUDA: a GPU evaluator cannot be made there, so these only
  * say so. Not compiled when CUDA is on (src/eval/cuda/query defines them then). */
+#include "base/fail.h"
 #include "eval/backend.h"
+#include "eval/cuda/query/gpu_query.h"
 
 static pc_status no_cuda(void) {
     return pc_fail(PC_ERR_UNSUPPORTED, "GPU queries need CUDA, and this build has none "
@@ -36,3 +38,7 @@ static void no_destroy(void *state) { (void)state; }
 const pc_query_ops pc_query_gpu_ops = {.create = NULL, .conditionals = no_conditionals,
                                        .mpe = no_mpe, .sample = no_sample,
                                        .destroy = no_destroy, .create_with = no_create};
+
+/* The benchmarks' and tests' switches (eval/cuda/query/gpu_query.h): nothing to switch. */
+void pc_gpu_query_force_count_k(void *state, int32_t count_k) { (void)state, (void)count_k; }
+void pc_gpu_query_force_f32_exp(void *state, int32_t f32_exp) { (void)state, (void)f32_exp; }

@@ -1,7 +1,8 @@
-/* Device code shared by the GPU query kernels (internal): teams and their reductions, the walk
- * over a layer's items, the gather of input terms, the children's messages and the block's
- * exclusive scan. A block holds the samples [b0, b0 + nb) of the chunk for every pass
- * (gpu_query_plan.h: teams, rows); node values are [n][G][K] doubles. */
+/* Device code shared by the GPU query kernels (internal): teams and their reductions, the
+ * walks over the layers (a team or a thread per item), the gather of input terms by ranges of
+ * variables, the children's messages and the block's exclusive scan. A block holds the samples
+ * [b0, b0 + nb) of the chunk for every pass (gpu_query_plan.h: teams, rows) and their latent
+ * states; node values are [n][G][K] doubles. */
 #ifndef PC_GPU_QUERY_DEVICE_CUH
 #define PC_GPU_QUERY_DEVICE_CUH
 
@@ -10,6 +11,9 @@
 #include <stdint.h>
 
 #include "eval/cuda/query/gpu_query.cuh"
+
+/* The tree kernels' launch bounds (gpu_query_plan.h). */
+#define PC_GQ_TREE_BOUNDS __launch_bounds__(PC_GPU_QUERY_THREADS, PC_GPU_QUERY_BLOCKS_PER_SM)
 
 /* A sum of K terms w e (w, e <= 1) is exact enough from here up; below it the sum is
  * recomputed as an exact LSE (ref's rule, query_sp_f64.h). */
@@ -68,26 +72,33 @@ static __device__ __forceinline__ void gq_for_items(const gq_team &t, int g0, in
     for (int it = t.id; it < items; it += t.count) f(g0 + it / nb, b0 + it % nb);
 }
 
-/* What a thread of a tree kernel's block works with: its team, the team's shared memory and
- * the block's samples [b0, b0 + nb) of the chunk (blockIdx.x's `rows`). */
+/* What a thread of a kernel's block works with: its team, the team's shared memory, the
+ * block's samples [b0, b0 + nb) of the chunk (blockIdx.x's `rows`) and their latent states
+ * z [nb][G] (shared memory after the teams' vectors where a.z_shared, else a.z from row b0). */
 struct gq_block {
     gq_team t;
     double *sh;
     int64_t b0;
     int nb;
+    int32_t *z;
 };
 
-static __device__ __forceinline__ gq_block gq_block_of(const pc_gq_args &a) {
+/* teams: whether the kernel's shared memory starts with the teams' vectors. */
+static __device__ __forceinline__ gq_block gq_block_of(const pc_gq_args &a, bool teams) {
+    extern __shared__ double gq_smem[];
     gq_block k;
     k.t = gq_team_of(a.team);
     k.sh = gq_team_smem(k.t, a.K);
     k.b0 = (int64_t)blockIdx.x * a.rows;
     k.nb = a.n - k.b0 < a.rows ? (int)(a.n - k.b0) : a.rows;
+    const size_t after = teams ? (size_t)k.t.count * 2 * a.K : 0; /* the teams' vectors */
+    k.z = a.z_shared ? reinterpret_cast<int32_t *>(gq_smem + after) : a.z + (size_t)k.b0 * a.G;
     return k;
 }
 
 /* f(g, b) over the block's items of every layer, children first (up) or the root first
- * (down), with a barrier after each layer: a layer reads what the one before wrote. */
+ * (down), a team per item, with a barrier after each layer: a layer reads what the one before
+ * wrote. */
 template <class F>
 static __device__ __forceinline__ void gq_for_layers(const pc_gq_args &a, const gq_block &k,
                                                      bool down, F f) {
@@ -98,56 +109,96 @@ static __device__ __forceinline__ void gq_for_layers(const pc_gq_args &a, const 
     }
 }
 
+/* The same from the root down with a thread per item: f(g, bl), bl the sample in the block. */
+template <class F>
+static __device__ __forceinline__ void gq_for_layers_down_threads(const pc_gq_args &a, int nb,
+                                                                  F f) {
+    for (int l = a.L - 1; l >= 0; l--) {
+        const int g0 = a.layer_start[l], items = (a.layer_start[l + 1] - g0) * nb;
+        for (int it = threadIdx.x; it < items; it += blockDim.x) f(g0 + it / nb, it % nb);
+        __syncthreads();
+    }
+}
+
 /* Offset of node (b, g, state 0) in P and M. */
 static __device__ __forceinline__ size_t gq_node(const pc_gq_args &a, int64_t b, int g) {
     return ((size_t)b * a.G + g) * a.K;
 }
 
-/* The row of in[] that variable v of sample b reads: its value, or C when it is missing. */
-static __device__ __forceinline__ const double *gq_in_row(const pc_gq_args &a, int64_t b, int v) {
-    const size_t at = (size_t)b * a.V + v;
-    const int code = a.missing && a.missing[at] ? a.C : a.x[at];
-    return a.in + ((size_t)v * (a.C + 1) + code) * a.K;
-}
+/* Variables whose rows a gather loads at once. */
+#define GQ_WINDOW 8
 
-/* Gather: P_g(b, k) = sum of the input terms of g's variables, added in their order from 0
- * (the CPU's order, so MPE adds the same numbers), four rows loaded at a time. With
- * count_missing, also draw[b][g] = the number of g's missing variables. */
-static __device__ void gq_gather(const pc_gq_args &a, const gq_team &t, int64_t b0, int nb,
-                                 bool count_missing) {
-    gq_for_items(t, 0, a.G, b0, nb, [&](int g, int64_t b) {
-        const pc_gpu_query_group gr = a.groups[g];
-        for (int k = t.lane; k < a.K; k += t.size) {
-            double s = 0.0;
-            int vi = gr.var_begin;
-            for (; vi + 4 <= gr.var_end; vi += 4) {
-                const int32_t *v = a.vars + vi;
-                const double p0 = gq_in_row(a, b, v[0])[k], p1 = gq_in_row(a, b, v[1])[k];
-                const double p2 = gq_in_row(a, b, v[2])[k], p3 = gq_in_row(a, b, v[3])[k];
-                s += p0, s += p1, s += p2, s += p3;
+/* One lane's share of a gather unit: P_g(b, k) for the groups [g0, g1), walking their
+ * variables in order (the groups' ranges are contiguous) in windows of GQ_WINDOW: a window's
+ * variables, groups, masks and values are loaded together, then its rows together, then added
+ * in order. With counts, also draw[b][g] = g's missing variables and rank[b][v] = v's place
+ * among them. */
+static __device__ void gq_gather_unit(const pc_gq_args &a, int g0, int g1, int64_t b, int k,
+                                      bool counts) {
+    const int C = a.C, K = a.K;
+    const uint8_t *xb = a.x + (size_t)b * a.V;
+    const uint8_t *mb = a.missing ? a.missing + (size_t)b * a.V : NULL;
+    const int v0 = a.groups[g0].var_begin, v1 = a.groups[g1 - 1].var_end;
+    double *P = a.P + gq_node(a, b, 0) + k;
+    int32_t *draw = a.draw + (size_t)b * a.G, *rank = a.rank + (size_t)b * a.V;
+    int g = g0, missing = 0;
+    double s = 0.0;
+    for (int w = v0; w < v1; w += GQ_WINDOW) {
+        double p[GQ_WINDOW];
+        int vg[GQ_WINDOW];
+        bool miss[GQ_WINDOW];
+#pragma unroll
+        for (int i = 0; i < GQ_WINDOW; i++) {
+            const int v = a.vars[w + i < v1 ? w + i : v1 - 1]; /* past the end: a harmless copy */
+            const int value = xb[v]; /* loaded with the mask (unused where missing) */
+            vg[i] = a.var_group[v], miss[i] = mb && mb[v];
+            p[i] = a.in[((size_t)v * (C + 1) + (miss[i] ? C : value)) * K + k];
+        }
+#pragma unroll
+        for (int i = 0; i < GQ_WINDOW; i++) {
+            if (w + i >= v1) break;
+            for (; g < vg[i]; g++) { /* the groups before this variable's are complete */
+                P[(size_t)g * K] = s, s = 0.0;
+                if (counts) draw[g] = missing, missing = 0;
             }
-            for (; vi < gr.var_end; vi++) s += gq_in_row(a, b, a.vars[vi])[k];
-            a.P[gq_node(a, b, g) + k] = s;
+            s += p[i];
+            if (counts && miss[i]) rank[a.vars[w + i]] = missing++;
         }
-        if (count_missing && t.lane == 0) {
-            int m = 0;
-            for (int vi = gr.var_begin; a.missing && vi < gr.var_end; vi++)
-                m += a.missing[(size_t)b * a.V + a.vars[vi]] != 0;
-            a.draw[(size_t)b * a.G + g] = m;
-        }
-    });
+    }
+    for (; g < g1; g++) {
+        P[(size_t)g * K] = s, s = 0.0;
+        if (counts) draw[g] = missing, missing = 0;
+    }
 }
 
-/* P_g(b, .) += the children's messages in child order; sh[k] = P_g(b, k) for the team. */
+/* Gather: P_g(b, k) = the sum of the input terms of g's variables, added in their order from 0
+ * (the CPU's order, so MPE adds the same numbers), for every group of the block's samples. A
+ * team takes one (range, sample) unit at a time (gpu_query_plan.h: the gather's ranges), lane
+ * k the states k, k + size, ...; with counts (lane 0's pass) the missing counts and places. */
+static __device__ void gq_gather(const pc_gq_args &a, const gq_block &k, bool counts) {
+    const gq_team &t = k.t;
+    for (int u = t.id; u < a.ranges * k.nb; u += t.count) {
+        const int r = u / k.nb;
+        for (int s = t.lane; s < a.K; s += t.size)
+            gq_gather_unit(a, a.range_start[r], a.range_start[r + 1], k.b0 + u % k.nb, s,
+                           counts && s == 0);
+    }
+}
+
+/* P_g(b, .) += the children's messages in child order (their loads unrolled, so that they
+ * travel together); sh[k] = P_g(b, k) for the team, and P_g written back where store. */
 static __device__ __forceinline__ void gq_add_children(const pc_gq_args &a, const gq_team &t,
-                                                       int g, int64_t b, double *sh) {
+                                                       int g, int64_t b, double *sh, bool store) {
     const pc_gpu_query_group gr = a.groups[g];
     double *P = a.P + gq_node(a, b, g);
+    const double *M = a.M + gq_node(a, b, 0);
     for (int k = t.lane; k < a.K; k += t.size) {
         double p = P[k];
+#pragma unroll 4
         for (int ci = gr.child_begin; ci < gr.child_end; ci++)
-            p += a.M[gq_node(a, b, a.children[ci]) + k];
-        P[k] = p, sh[k] = p;
+            p += M[(size_t)a.children[ci] * a.K + k];
+        if (store) P[k] = p;
+        sh[k] = p;
     }
     __syncwarp(t.mask);
 }

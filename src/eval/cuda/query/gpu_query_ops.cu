@@ -36,7 +36,8 @@ static pc_gq_args args_for(const pc_gq_state *s, const gq_call *call, int buf, i
     pc_gq_args a;
     memset(&a, 0, sizeof a);
     a.groups = s->groups, a.layer_start = s->layer_start, a.vars = s->vars;
-    a.children = s->children, a.var_group = s->var_group;
+    a.children = s->children, a.var_group = s->var_group, a.var_draw = s->var_draw;
+    a.range_start = s->range_start, a.ranges = s->ranges;
     a.logw = s->logw, a.root_logw = s->root_logw;
     if (call->kind == GQ_MPE) {
         a.in = s->mpe_in, a.logw_t = s->mpe_logw_t, a.arg = s->mpe_arg;
@@ -45,13 +46,15 @@ static pc_gq_args args_for(const pc_gq_state *s, const gq_call *call, int buf, i
     }
     a.x_cdf = s->x_cdf, a.root_cdf = s->root_cdf, a.prior_cdf = s->prior_cdf;
     a.x = s->stage.d_x[buf], a.missing = call->missing ? s->stage.d_missing[buf] : NULL;
-    a.P = s->P, a.M = s->M, a.z = s->z, a.draw = s->draw;
+    a.P = s->P, a.M = s->M, a.zarg = s->zarg, a.z = s->z, a.draw = s->draw, a.rank = s->rank;
     a.logp = s->stage.d_logp[buf], a.out = s->stage.d_out[buf], a.bad = s->bad;
     a.seed = call->seed, a.row0 = row0, a.first = call->first;
     a.n = (int32_t)m, a.V = c->num_vars, a.C = c->num_cats, a.K = c->num_latents;
     a.G = c->num_groups, a.L = c->num_layers;
     a.rows = pc_gpu_query_rows_for(m, s->launch.sms, s->forced_rows);
     a.team = s->launch.shape.team;
+    a.z_shared = s->launch.shape.smem + (size_t)a.rows * a.G * sizeof(int32_t) <= PC_GQ_Z_SMEM_MAX;
+    a.count_k = s->count_k, a.f32_exp = s->f32_exp;
     a.half_c = pc_gpu_query_half(a.C), a.half_k = pc_gpu_query_half(a.K);
     return a;
 }
@@ -64,7 +67,7 @@ static pc_status launch(pc_gq_state *s, const gq_call *call, const pc_gq_args *a
     case GQ_COND64:
         return pc_gq_launch_conditionals(&s->launch, a, s->stream, s->cond64, s->probs, 1);
     case GQ_SAMPLE: return pc_gq_launch_sample_conditional(&s->launch, a, s->stream);
-    case GQ_PRIOR: return pc_gq_launch_sample_prior(a, s->stream);
+    case GQ_PRIOR: return pc_gq_launch_sample_prior(&s->launch, a, s->stream);
     }
     return pc_fail(PC_ERR_INTERNAL, "GPU queries: unknown query");
 }
@@ -287,4 +290,12 @@ extern "C" pc_status pc_gpu_query_time(void *state, const char *query, const uin
 
 extern "C" void pc_gpu_query_force_rows(void *state, int32_t rows) {
     ((pc_gq_state *)state)->forced_rows = rows;
+}
+
+extern "C" void pc_gpu_query_force_count_k(void *state, int32_t count_k) {
+    ((pc_gq_state *)state)->count_k = count_k >= 0 ? count_k : PC_GQ_COUNT_K;
+}
+
+extern "C" void pc_gpu_query_force_f32_exp(void *state, int32_t f32_exp) {
+    ((pc_gq_state *)state)->f32_exp = f32_exp >= 0 ? f32_exp != 0 : PC_GQ_F32_EXP;
 }

@@ -1,8 +1,11 @@
 /* The plan of the GPU queries (gpu_query_plan.h). */
 #include "eval/cuda/query/gpu_query_plan.h"
 
-pc_status pc_gpu_query_plan(const pc_circuit *c, pc_gpu_query_group *groups, int32_t *var_group) {
-    if (!c || !groups || !var_group)
+#include "base/fail.h"
+
+pc_status pc_gpu_query_plan(const pc_circuit *c, pc_gpu_query_group *groups, int32_t *var_group,
+                            int32_t *var_draw) {
+    if (!c || !groups || !var_group || !var_draw)
         return pc_fail(PC_ERR_ARG, "pc_gpu_query_plan: NULL argument");
     int64_t draw = 0;
     /* The CPU draws Z_g and then g's variables, from the root (the last group) down. */
@@ -13,9 +16,24 @@ pc_status pc_gpu_query_plan(const pc_circuit *c, pc_gpu_query_group *groups, int
         h->parent = c->group_parent[g], h->trans = c->group_trans[g];
         h->draw = (int32_t)draw;
         draw += 1 + (h->var_end - h->var_begin);
-        for (int32_t i = h->var_begin; i < h->var_end; i++) var_group[c->group_vars[i]] = g;
+        for (int32_t i = h->var_begin; i < h->var_end; i++) {
+            var_group[c->group_vars[i]] = g;
+            var_draw[c->group_vars[i]] = h->draw + 1 + (i - h->var_begin);
+        }
     }
     return PC_OK;
+}
+
+int32_t pc_gpu_query_gather_ranges(const pc_circuit *c, int32_t per_range, int32_t *starts) {
+    int32_t ranges = 0, in_range = 0;
+    starts[0] = 0;
+    for (int32_t g = 0; g < c->num_groups; g++) {
+        const int32_t vars = c->var_start[g + 1] - c->var_start[g];
+        if (in_range > 0 && in_range + vars > per_range) starts[++ranges] = g, in_range = 0;
+        in_range += vars;
+    }
+    starts[++ranges] = c->num_groups;
+    return ranges;
 }
 
 pc_status pc_gpu_query_shape_for(int32_t K, size_t max_smem, pc_gpu_query_shape *out) {
@@ -38,15 +56,18 @@ pc_status pc_gpu_query_shape_for(int32_t K, size_t max_smem, pc_gpu_query_shape 
 
 int32_t pc_gpu_query_rows_for(int64_t n, int32_t sms, int32_t forced) {
     if (forced > 0) return forced;
-    const int64_t rows = n / (4 * (int64_t)(sms > 0 ? sms : 1));
+    const int64_t slots = PC_GPU_QUERY_BLOCKS_PER_SM * (int64_t)(sms > 0 ? sms : 1);
+    const int64_t rows = (n + slots - 1) / slots;
     return rows < 1 ? 1 : rows > 8 ? 8 : (int32_t)rows;
 }
 
 size_t pc_gpu_query_bytes_per_sample(const pc_circuit *c) {
     const size_t G = (size_t)c->num_groups, K = (size_t)c->num_latents, V = (size_t)c->num_vars;
-    /* P and msg [G][K] doubles, z and draw numbers [G] int32, two staging buffers of x,
-     * missing and the output [V] bytes and of log p. */
-    return 2 * G * K * sizeof(double) + 2 * G * sizeof(int32_t) + 2 * (3 * V + sizeof(double));
+    /* P and msg [G][K] doubles, MPE's argmax [G][K] uint16, z and draw numbers [G] int32, the
+     * values' places [V] int32, two staging buffers of x, missing and the output [V] bytes and
+     * of log p. */
+    return 2 * G * K * sizeof(double) + G * K * sizeof(uint16_t) + 2 * G * sizeof(int32_t) +
+           V * sizeof(int32_t) + 2 * (3 * V + sizeof(double));
 }
 
 int64_t pc_gpu_query_chunk(size_t per_sample, size_t budget, int64_t max_batch) {

@@ -1,6 +1,6 @@
 /* The plan of the GPU queries (internal; plain C, so that it is tested without a GPU): the
  * groups as the kernels read them, each variable's group, the draw numbers of the samplers,
- * the kernels' launch shape and the samples per pass (the chunk).
+ * the gather's ranges, the kernels' launch shape and the samples per pass (the chunk).
  *
  * Launch shape. The passes over the tree (gather, upward, downward) run in one kernel per
  * chunk with one block per `rows` samples: the block walks the layers in order with a barrier
@@ -32,8 +32,17 @@ typedef struct pc_gpu_query_group {
                                        missing: sum over g' > g of 1 + |vars(g')| */
 } pc_gpu_query_group;
 
-/* groups [G] and var_group [V] (the group holding each variable) of circuit c. */
-pc_status pc_gpu_query_plan(const pc_circuit *c, pc_gpu_query_group *groups, int32_t *var_group);
+/* groups [G], var_group [V] (the group holding each variable) and var_draw [V] (the CPU's draw
+ * number of X_v when every variable is missing: its group's draw + 1 + its place among the
+ * group's variables) of circuit c. */
+pc_status pc_gpu_query_plan(const pc_circuit *c, pc_gpu_query_group *groups, int32_t *var_group,
+                            int32_t *var_draw);
+
+/* The gather's work units: the groups cut into contiguous ranges [starts[r], starts[r + 1]),
+ * each closed before the group that would take it past `per_range` variables (so a range
+ * holds at most per_range variables, or one group of more). starts has room for G + 1
+ * entries; returns the number of ranges (>= 1 for G >= 1). */
+int32_t pc_gpu_query_gather_ranges(const pc_circuit *c, int32_t per_range, int32_t *starts);
 
 /* The launch shape of the tree kernels. */
 typedef struct pc_gpu_query_shape {
@@ -43,19 +52,24 @@ typedef struct pc_gpu_query_shape {
     size_t smem;     /* dynamic shared memory per block, bytes */
 } pc_gpu_query_shape;
 
-/* Threads per block the shape aims at; fewer only where shared memory runs out. */
+/* Threads per block the shape aims at; fewer only where shared memory runs out. The tree
+ * kernels keep to 64 registers a thread, so that four such blocks share an SM (a batch of 512
+ * in blocks of one sample fits an H200's 132 SMs at once). */
 #define PC_GPU_QUERY_THREADS 256
+#define PC_GPU_QUERY_BLOCKS_PER_SM 4
 
 /* The shape for K states on a device allowing max_smem bytes of shared memory per block
  * (whole warps of teams): PC_ERR_UNSUPPORTED (naming K) when even one warp does not fit. */
 pc_status pc_gpu_query_shape_for(int32_t K, size_t max_smem, pc_gpu_query_shape *out);
 
-/* Samples per block for a pass of n samples on `sms` multiprocessors: one while the blocks
- * still fill the GPU four times over, then more (up to 8), so that the thin layers near the
- * root keep more teams busy. `forced` > 0 overrides the choice (benchmarks). */
+/* Samples per block for a pass of n samples on `sms` multiprocessors: the fewest (up to 8)
+ * that put every block on the GPU at once (PC_GPU_QUERY_BLOCKS_PER_SM per SM), so that the
+ * thin layers near the root keep more teams busy in place of blocks waiting for a second
+ * wave. `forced` > 0 overrides the choice (benchmarks). */
 int32_t pc_gpu_query_rows_for(int64_t n, int32_t sms, int32_t forced);
 
-/* Device bytes per sample of a pass (node values, latent states, staging) and the chunk: the
+/* Device bytes per sample of a pass (node values, MPE's argmax, latent states, the samplers'
+ * draw numbers, staging) and the chunk: the
  * most samples, up to max_batch and PC_GPU_QUERY_CHUNK_MAX, whose buffers fit `budget` bytes
  * (at least 1). */
 #define PC_GPU_QUERY_CHUNK_MAX 16384

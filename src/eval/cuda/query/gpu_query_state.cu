@@ -138,10 +138,14 @@ pc_status pc_gq_need_sampling(pc_gq_state *s) {
 }
 
 pc_status pc_gq_need_nodes(pc_gq_state *s) {
-    if (s->M) return PC_OK;
-    const size_t n = (size_t)s->chunk * s->c->num_groups * s->c->num_latents * sizeof(double);
-    pc_status st = device_alloc((void **)&s->P, n, "node values");
-    if (st == PC_OK) st = device_alloc((void **)&s->M, n, "messages");
+    if (s->rank) return PC_OK;
+    const size_t nodes = (size_t)s->chunk * s->c->num_groups * s->c->num_latents;
+    pc_status st = device_alloc((void **)&s->P, nodes * sizeof(double), "node values");
+    if (st == PC_OK) st = device_alloc((void **)&s->M, nodes * sizeof(double), "messages");
+    if (st == PC_OK) st = device_alloc((void **)&s->zarg, nodes * sizeof(uint16_t), "argmaxes");
+    if (st == PC_OK)
+        st = device_alloc((void **)&s->rank, (size_t)s->chunk * s->c->num_vars * sizeof(int32_t),
+                          "draw numbers");
     return st;
 }
 
@@ -151,26 +155,34 @@ pc_status pc_gq_need_probs(pc_gq_state *s) {
     return device_alloc(&s->probs, n, "conditionals");
 }
 
-/* The plan on the device. */
+/* The plan on the device; the gather's ranges of about V / teams variables. */
 static pc_status upload_plan(pc_gq_state *s) {
     const pc_circuit *c = s->c;
     const size_t G = (size_t)c->num_groups, V = (size_t)c->num_vars;
+    const int32_t teams = s->launch.shape.teams;
     pc_gpu_query_group *groups = (pc_gpu_query_group *)malloc(G * sizeof *groups);
     int32_t *var_group = (int32_t *)malloc(V * sizeof(int32_t));
+    int32_t *var_draw = (int32_t *)malloc(V * sizeof(int32_t));
+    int32_t *starts = (int32_t *)malloc((G + 1) * sizeof(int32_t));
     int32_t *children = (int32_t *)calloc(G, sizeof(int32_t)); /* G - 1 and one spare, so that
                                                                   a lone root gets memory */
-    pc_status st = groups && var_group && children
-                       ? pc_gpu_query_plan(c, groups, var_group)
+    pc_status st = groups && var_group && var_draw && starts && children
+                       ? pc_gpu_query_plan(c, groups, var_group, var_draw)
                        : pc_fail(PC_ERR_NOMEM, "GPU queries: out of host memory");
+    if (st == PC_OK)
+        s->ranges = pc_gpu_query_gather_ranges(c, (int32_t)((V + teams - 1) / teams), starts);
     for (size_t i = 0; st == PC_OK && i + 1 < G; i++) children[i] = c->group_children[i];
     if (st == PC_OK) st = upload(&s->groups, groups, G * sizeof *groups, "groups");
     if (st == PC_OK) st = upload(&s->var_group, var_group, V * sizeof(int32_t), "groups");
+    if (st == PC_OK) st = upload(&s->var_draw, var_draw, V * sizeof(int32_t), "draw numbers");
+    if (st == PC_OK)
+        st = upload(&s->range_start, starts, (s->ranges + 1) * sizeof(int32_t), "ranges");
     if (st == PC_OK) st = upload(&s->vars, c->group_vars, V * sizeof(int32_t), "variables");
     if (st == PC_OK) st = upload(&s->children, children, G * sizeof(int32_t), "children");
     if (st == PC_OK)
         st = upload(&s->layer_start, c->layer_start, (c->num_layers + 1) * sizeof(int32_t),
                     "layers");
-    free(groups), free(var_group), free(children);
+    free(groups), free(var_group), free(var_draw), free(starts), free(children);
     return st;
 }
 
@@ -229,9 +241,10 @@ void pc_gq_destroy(void *p) {
     const int entered = pc_gq_enter(s, &prev) == PC_OK;
     if (s->stream) cudaStreamSynchronize(s->stream);
     void *const device[] = {s->groups, s->layer_start, s->vars, s->children, s->var_group,
-                            s->logw, s->root_logw, s->mpe_in, s->mpe_logw_t, s->mpe_arg,
-                            s->sp_in, s->wexp, s->wexp_t, s->root_exp, s->cond64, s->cond32,
-                            s->x_cdf, s->root_cdf, s->prior_cdf, s->P, s->M, s->z, s->draw,
+                            s->var_draw, s->range_start, s->logw, s->root_logw, s->mpe_in,
+                            s->mpe_logw_t, s->mpe_arg, s->sp_in, s->wexp, s->wexp_t,
+                            s->root_exp, s->cond64, s->cond32, s->x_cdf, s->root_cdf,
+                            s->prior_cdf, s->P, s->M, s->zarg, s->rank, s->z, s->draw,
                             s->bad, s->probs};
     for (size_t i = 0; i < sizeof device / sizeof device[0]; i++) cudaFree(device[i]);
     pc_gq_stage *g = &s->stage;
@@ -256,6 +269,7 @@ pc_status pc_gq_create(const void *backend_state, const pc_circuit *c, const pc_
     pc_gq_state *s = (pc_gq_state *)calloc(1, sizeof *s);
     if (!s) return pc_fail(PC_ERR_NOMEM, "GPU queries: out of host memory");
     s->c = c, s->device = g->dev.id, s->launch.sms = g->dev.sms;
+    s->count_k = PC_GQ_COUNT_K, s->f32_exp = PC_GQ_F32_EXP;
     int prev = 0;
     pc_status st = pc_gq_enter(s, &prev);
     if (st != PC_OK) {

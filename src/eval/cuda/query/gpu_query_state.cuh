@@ -30,7 +30,11 @@ struct pc_gq_state {
     cudaStream_t stream;
     /* The plan (gpu_query_plan.h). */
     pc_gpu_query_group *groups;
-    int32_t *layer_start, *vars, *children, *var_group;
+    int32_t *layer_start, *vars, *children, *var_group, *var_draw;
+    int32_t *range_start; /* [ranges + 1] the gather's ranges */
+    int32_t ranges;
+    int32_t count_k;      /* the p(x) sampler's count_k (gpu_query.cuh) */
+    int32_t f32_exp;      /* the sum-product passes' f32_exp (gpu_query.cuh) */
     /* Parameters: each set uploaded on first need (the ops below), then read-only. */
     double *logw, *root_logw;               /* [T][K][K], [K] */
     double *mpe_in, *mpe_logw_t;            /* MPE */
@@ -40,7 +44,9 @@ struct pc_gq_state {
     float *cond32;                          /* the same in float */
     double *x_cdf, *root_cdf, *prior_cdf;   /* samplers */
     /* Buffers of a chunk. */
-    double *P, *M;      /* [chunk][G][K], on first need */
+    double *P, *M;      /* [chunk][G][K], on first need, with zarg and rank */
+    uint16_t *zarg;     /* [chunk][G][K] */
+    int32_t *rank;      /* [chunk][V] */
     int32_t *z, *draw;  /* [chunk][G] */
     unsigned long long *bad;
     void *probs;        /* [cond_chunk][V][C] doubles, on the first conditionals */

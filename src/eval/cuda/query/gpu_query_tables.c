@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "base/fail.h"
 #include "eval/query/query.h"
 
 static pc_status out_of_memory(const char *what) {
