@@ -11,8 +11,8 @@
  *    copying it to pageable and to pinned host memory, and pc_conditionals_f32 into pinned
  *    memory.
  * 2. The variants of gpu_query.h on the device: the sum-product passes with exp and log to
- *    FP32's accuracy (and how far their conditionals and log p(e) move from the FP64 passes'),
- *    p(x)'s latents by binary searches instead of counts; samples per block swept (MPE, the
+ *    FP32's accuracy (and how far their conditionals and log p(e) move from the FP64 passes');
+ *    samples per block swept (MPE, the
  *    conditionals, both samplers).
  * 3. Sampling `draws` (100,000) images from p(x) for the shipped model and for K = 64, 128
  *    (the Chow-Liu structure of MNIST with pc_learn_init_params, as gpu_circuit_bench makes
@@ -206,9 +206,8 @@ static void emit_variant(const char *model, int K, const char *pattern, int64_t 
            dev > 0 ? dev / fwd : -1.0);
 }
 
-/* The variants of gpu_query.h on b's rows: exp and log to FP32's accuracy (conditionals where
- * `conditionals`, conditional sampling), p(x)'s latents by binary searches (K <= 32, where
- * the default counts). */
+/* The variant of gpu_query.h on b's rows: exp and log to FP32's accuracy (conditionals where
+ * `conditionals`, conditional sampling). */
 static void time_variants(const bench *b, const char *model, int K, const char *pattern,
                           int conditionals, double fwd) {
     pc_gpu_query_force_f32_exp(b->e->query_state, 1);
@@ -218,11 +217,6 @@ static void time_variants(const bench *b, const char *model, int K, const char *
     emit_variant(model, K, pattern, b->n, Q_SAMPLE_COND, "f32_exp",
                  device_ms(b, Q_SAMPLE_COND, 20), fwd);
     pc_gpu_query_force_f32_exp(b->e->query_state, -1);
-    if (K > 32) return;
-    pc_gpu_query_force_count_k(b->e->query_state, 0);
-    emit_variant(model, K, pattern, b->n, Q_SAMPLE, "binary_search", device_ms(b, Q_SAMPLE, 20),
-                 fwd);
-    pc_gpu_query_force_count_k(b->e->query_state, -1);
 }
 
 /* The largest |difference| of the FP32-exp variant's conditionals and log p(e) from the FP64
@@ -324,27 +318,16 @@ static void time_sampling(const pc_circuit *c, const char *model, int64_t draws,
         dev = device_ms(&fewer, Q_SAMPLE, 10);
     }
     const double fwd = forward_ms(&all, 10);
-    double dev_search = -1.0; /* p(x)'s latents by binary searches (a variant at K <= 32) */
-    if (c->num_latents <= 32) {
-        const bench some = {e, rows, NULL, dn, logp, NULL, NULL, rows};
-        pc_gpu_query_force_count_k(e->query_state, 0);
-        dev_search = device_ms(&some, Q_SAMPLE, 10);
-        pc_gpu_query_force_count_k(e->query_state, -1);
-    }
     fprintf(js, "{\"model\": \"%s\", \"K\": %d, \"query\": \"sample_p_x\", \"images\": %lld, "
                 "\"api_ms\": %.2f, \"images_per_s\": %.0f, \"likelihood_api_ms\": %.2f, "
                 "\"api_vs_likelihood\": %.3f, \"device_us_per_image\": %.4f, "
-                "\"likelihood_device_us_per_image\": %.4f, "
-                "\"binary_search_device_us_per_image\": %.4f}\n",
+                "\"likelihood_device_us_per_image\": %.4f}\n",
             model, c->num_latents, (long long)draws, s, draws / s * 1e3, l, s / l,
-            1e3 * dev / (double)dn, 1e3 * fwd / (double)n, 1e3 * dev_search / (double)dn);
+            1e3 * dev / (double)dn, 1e3 * fwd / (double)n);
     printf("| sampling p(x) | %s K=%d | %lld images: %.1f ms (%.0f images/s) | pc_evaluate of "
            "them %.1f ms (%.2fx) | device %.3f us/image vs forward %.3f us/image (%.2fx) |\n",
            model, c->num_latents, (long long)draws, s, draws / s * 1e3, l, s / l,
            1e3 * dev / (double)dn, 1e3 * fwd / (double)n, (dev / (double)dn) / (fwd / (double)n));
-    if (dev_search > 0)
-        printf("| variant | %s K=%d | p(x) sampling, latents by binary searches: device %.3f "
-               "us/image |\n", model, c->num_latents, 1e3 * dev_search / (double)dn);
     /* Every query at batch 512 on the device, and the variants. */
     const bench b = {e, x, missing, 512, logp, NULL, NULL, rows};
     call(&b, Q_MPE);

@@ -40,5 +40,4 @@ const pc_query_ops pc_query_gpu_ops = {.create = NULL, .conditionals = no_condit
                                        .destroy = no_destroy, .create_with = no_create};
 
 /* The benchmarks' and tests' switches (eval/cuda/query/gpu_query.h): nothing to switch. */
-void pc_gpu_query_force_count_k(void *state, int32_t count_k) { (void)state, (void)count_k; }
 void pc_gpu_query_force_f32_exp(void *state, int32_t f32_exp) { (void)state, (void)f32_exp; }

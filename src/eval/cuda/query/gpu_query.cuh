@@ -69,8 +69,6 @@ struct pc_gq_args {
     int32_t team;             /* lanes per (group, sample) item */
     int32_t z_shared;         /* the block's latent states [rows][G] in shared memory, after
                                  the teams' (else in z) */
-    int32_t count_k;          /* p(x) sampler: at K <= count_k a latent's state is a count over
-                                 its row, above a binary search */
     int32_t f32_exp;          /* sum-product: exp and log to FP32's accuracy (the sums FP64) */
     int32_t half_c, half_k;   /* pc_gpu_query_half(C), pc_gpu_query_half(K) */
 };
@@ -94,9 +92,6 @@ pc_status pc_gq_launch_kernel(const void *kernel, const pc_gq_launch *l, const p
 
 /* The latent states go to shared memory while the block's shared memory stays within this. */
 #define PC_GQ_Z_SMEM_MAX (48 * 1024)
-
-/* The p(x) sampler's count_k (above: binary searches). */
-#define PC_GQ_COUNT_K 32
 
 /* Whether the sum-product passes take exp and log to FP32's accuracy by default. */
 #define PC_GQ_F32_EXP 0

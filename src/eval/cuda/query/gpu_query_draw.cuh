@@ -1,7 +1,6 @@
 /* Device code of both GPU samplers (internal): the values' draws, once every latent state of
  * the block's samples is known, one thread per (sample, variable), four binary searches in
- * flight per thread; and a latent's state by counting over its cumulative row. Draws are
- * numbered as the CPU numbers them (gpu_query_rng.h), so a value is the CPU's for the same
+ * flight per thread. Draws are numbered as the CPU numbers them (gpu_query_rng.h), so a value is the CPU's for the same
  * latent state. */
 #ifndef PC_GPU_QUERY_DRAW_CUH
 #define PC_GPU_QUERY_DRAW_CUH
@@ -62,16 +61,6 @@ static __device__ void gq_draw_values(const pc_gq_args &a, const gq_block &k, bo
             else if (!prior && a.logp[k.b0 + i / V] > -INFINITY) a.out[at] = a.x[at];
         }
     }
-}
-
-/* pc_gq_search(cdf, K, half, u * cdf[K - 1]) as the count of the row's values <= the target,
- * loaded at once (the same answer on a nondecreasing row): one latency instead of log2 K. */
-static __device__ __forceinline__ int gq_count_state(const double *cdf, int K, double u) {
-    const double target = u * cdf[K - 1];
-    int count = 0;
-#pragma unroll 16
-    for (int s = 0; s < K; s++) count += cdf[s] <= target;
-    return count < K - 1 ? count : K - 1;
 }
 
 #endif
