@@ -4,7 +4,9 @@
 # K = 32..256 and Fashion-MNIST models, and leaves everything in $OUT with a summary at the end.
 #   usage: OUT=DIR bench/device/learn_gpu_device.sh [PHASE...]
 # PHASE: test, bench, pyjuice, models, sweep, fashion (default: test bench pyjuice models
-# fashion). Every step runs under a timeout, and no step starts later than DEADLINE seconds
+# fashion). MODEL_KS (default "32 64 128 256") and MODEL_LIMIT (seconds per model, default
+# 150) set the models phase; SWEEP_K (128), SWEEP_PCS ("0.1 1 4") and SWEEP_FULLS ("2 5") the
+# sweep of pseudocounts and full-batch epochs. Every step runs under a timeout, and no step starts later than DEADLINE seconds
 # (default 570) after the script began, so one call fits the machine's 600 s; the phases left
 # over go into a second call (the build stays while the machine is warm). Carried with the
 # checkout: .device-deps (the cmocka .deb files), .devdata/mnist and .devdata/fashion-mnist (the
@@ -101,15 +103,16 @@ learn() {
 }
 schedule=${SCHEDULE:---epochs 20 --full-epochs 3 --step-start 0.9 --step-end 0.05 --pseudocount 0.1}
 if want models; then
-    for k in 32 64 128 256; do
+    for k in ${MODEL_KS:-32 64 128 256}; do
         # shellcheck disable=SC2086
-        learn "mnist_k$k" 150 --latents "$k" $schedule
+        learn "mnist_k$k" "${MODEL_LIMIT:-150}" --latents "$k" $schedule
     done
 fi
 if want sweep; then
-    for pc in 0.1 1 4; do
-        for full in 2 5; do
-            learn "sweep_k128_pc${pc}_full$full" 90 --latents 128 --epochs 15 \
+    sk=${SWEEP_K:-128}
+    for pc in ${SWEEP_PCS:-0.1 1 4}; do
+        for full in ${SWEEP_FULLS:-2 5}; do
+            learn "sweep_k${sk}_pc${pc}_full$full" 90 --latents "$sk" --epochs 15 \
                 --full-epochs "$full" --step-end 0.05 --pseudocount "$pc"
         done
     done
