@@ -41,6 +41,8 @@ static const char usage_text[] =
     "image from p(x_missing | x_observed). mpe completes each image by its most probable\n"
     "explanation; conditional gives p(X_v = c | x_observed) for every entry v and value c.\n"
     "sample, mpe and conditional take --kernel, --threads, --batch, --limit and --json too.\n"
+    "Under mpirun -np R, score shards the images over the ranks (rank 0 prints and writes the\n"
+    "same results as one process); sample, mpe and conditional run as one process only.\n"
     "  --kernel K     ref|cpu|cpu-fuse|fuse|int|gemm; default fuse with a GPU, else cpu-fuse\n"
     "                 (a GPU kernel without a GPU, or one that does not answer the query, runs\n"
     "                 cpu-fuse, with a notice)\n"
