@@ -280,6 +280,14 @@ static void test_stream_truncated(void **state) {
     assert_int_equal(nb, 0);
     assert_non_null(strstr(pc_last_error(), "the file ends in row 74"));
     pc_data_reader_close(r);
+    /* A skip over the end fails the same way. */
+    assert_int_equal(pc_data_reader_open(path_of("cut.gz"), &r), PC_OK);
+    assert_int_equal(pc_data_reader_skip(r, 60), PC_OK);
+    assert_int_equal(pc_data_reader_skip(r, 30), PC_ERR_DATA);
+    assert_non_null(strstr(pc_last_error(), "the file ends in row 74"));
+    assert_int_equal(pc_data_reader_skip(r, -1), PC_ERR_ARG);
+    assert_int_equal(pc_data_reader_skip(NULL, 1), PC_ERR_ARG);
+    pc_data_reader_close(r);
     /* A plain file is checked against its length at open. */
     write_file(path_of("cut.idx"), b, len - 255, 0);
     assert_int_equal(pc_data_reader_open(path_of("cut.idx"), &r), PC_ERR_DATA);

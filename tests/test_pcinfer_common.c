@@ -311,6 +311,48 @@ static void test_rows_both_formats(void **state) {
     free(rows);
 }
 
+/* Skipping rows (a process's own part of a file) lands where reading them would: every skip
+ * of an IDX file (plain and gzip) and a .npy file, past the end too; a gzip file that ends
+ * within a skip fails naming the row, as a read does. */
+static void test_rows_skip(void **state) {
+    (void)state;
+    enum { N = 9, W = 16 };
+    uint8_t *rows = pc_hr_data(N, W, 256, 0.0, NULL);
+    const uint8_t head[16] = {0, 0, 8, 3, 0, 0, 0, N, 0, 0, 0, 4, 0, 0, 0, 4};
+    for (int gz = 0; gz < 3; gz++) { /* plain, gzip, gzip cut after 5 rows */
+        static const char *const files[] = {"s.idx", "s.idx.gz", "cut.idx.gz"};
+        gzFile f = gzopen(path_of(files[gz]), gz ? "wb" : "wbT");
+        gzwrite(f, head, 16);
+        gzwrite(f, rows, gz == 2 ? 5 * W : N * W);
+        gzclose(f);
+    }
+    char buf[128];
+    const int64_t shape[2] = {N, W};
+    FILE *f = fopen(path_of("s.npy"), "wb");
+    fwrite(buf, 1, pc_tool_npy_start(buf, sizeof buf, "|u1", shape, 2), f);
+    fwrite(rows, 1, N * W, f);
+    fclose(f);
+    const char *names[] = {"s.idx", "s.idx.gz", "s.npy"};
+    for (int i = 0; i < 3; i++)
+        for (int64_t skip = 0; skip <= N + 2; skip++) {
+            pc_tool_rows *r = NULL;
+            assert_int_equal(pc_tool_rows_open(path_of(names[i]), &r), PC_OK);
+            assert_int_equal(pc_tool_rows_skip(r, skip), PC_OK);
+            uint8_t got[N * W];
+            int64_t n = -1;
+            assert_int_equal(pc_tool_rows_read(r, got, N, &n), PC_OK);
+            assert_int_equal(n, skip < N ? N - skip : 0);
+            if (n) assert_memory_equal(got, rows + skip * W, (size_t)(n * W));
+            pc_tool_rows_close(r);
+        }
+    pc_tool_rows *r = NULL;
+    assert_int_equal(pc_tool_rows_open(path_of("cut.idx.gz"), &r), PC_OK);
+    assert_int_equal(pc_tool_rows_skip(r, 3), PC_OK);
+    expect_error(pc_tool_rows_skip(r, 4), "the file ends in row 5");
+    pc_tool_rows_close(r);
+    free(rows);
+}
+
 /* The masks of `rows` rows made in batches of `batch`. */
 static uint8_t *masks_of(const char *spec_text, int32_t width, int64_t count, int64_t rows,
                          int64_t batch, uint64_t seed) {
@@ -421,6 +463,37 @@ static void test_mask_random(void **state) {
     }
 }
 
+/* The masks of rows [lo, hi) after skipping lo rows: those rows' masks in a run over them all
+ * (random:P and a file; a region is the same for every row). */
+static void test_mask_skip(void **state) {
+    (void)state;
+    enum { W = 6, ROWS = 11 };
+    uint8_t rows[ROWS * W];
+    for (int i = 0; i < ROWS * W; i++) rows[i] = (uint8_t)(pc_hr_unit() < 0.5);
+    char head[128];
+    const int64_t shape[2] = {ROWS, W};
+    FILE *f = fopen(path_of("ms.npy"), "wb");
+    fwrite(head, 1, pc_tool_npy_start(head, sizeof head, "|u1", shape, 2), f);
+    fwrite(rows, 1, sizeof rows, f);
+    fclose(f);
+    const char *specs[] = {"random:0.4", path_of("ms.npy")};
+    for (int k = 0; k < 2; k++) {
+        uint8_t *all = masks_of(specs[k], W, ROWS, ROWS, ROWS, 7);
+        for (int64_t lo = 0; lo < ROWS; lo += 3) {
+            pc_tool_mask_spec spec;
+            assert_int_equal(pc_tool_mask_parse(specs[k], &spec), PC_OK);
+            pc_tool_mask *m = NULL;
+            assert_int_equal(pc_tool_mask_open(&spec, W, ROWS, 7, &m), PC_OK);
+            assert_int_equal(pc_tool_mask_skip(m, lo), PC_OK);
+            uint8_t got[ROWS * W];
+            assert_int_equal(pc_tool_mask_next(m, ROWS - lo, got), PC_OK);
+            assert_memory_equal(got, all + lo * W, (size_t)((ROWS - lo) * W));
+            pc_tool_mask_close(m);
+        }
+        free(all);
+    }
+}
+
 /* A mask file: a row per data row, or one row for all; other shapes are refused. */
 static void test_mask_file(void **state) {
     (void)state;
@@ -471,7 +544,8 @@ int main(void) {
         cmocka_unit_test(test_start_round_trip),  cmocka_unit_test(test_reader_refuses),
         cmocka_unit_test(test_reader_stream),     cmocka_unit_test(test_rows_both_formats),
         cmocka_unit_test(test_mask_regions),      cmocka_unit_test(test_mask_random),
-        cmocka_unit_test(test_mask_file),
+        cmocka_unit_test(test_mask_file),         cmocka_unit_test(test_rows_skip),
+        cmocka_unit_test(test_mask_skip),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

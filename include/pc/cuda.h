@@ -17,6 +17,12 @@ extern "C" {
 
 /* 1 when this build has CUDA and at least one usable GPU is present, else 0. Never fails. */
 PC_API int pc_cuda_available(void);
+/* The number of usable GPUs: 0 without CUDA or a GPU. Never fails. */
+PC_API int pc_cuda_device_count(void);
+/* Makes GPU `index` modulo pc_cuda_device_count() the calling thread's current device, so
+ * that what it creates next (evaluators, buffers, timers) lives there: a process's rank on
+ * its machine picks its GPU. index >= 0; PC_ERR_NO_DEVICE without a GPU. */
+PC_API pc_status pc_cuda_set_device(int index);
 
 PC_API pc_status pc_cuda_malloc(void **d_ptr, size_t bytes);
 PC_API void pc_cuda_free(void *d_ptr);

@@ -67,6 +67,12 @@ PC_API int32_t pc_data_reader_width(const pc_data_reader *r);
 PC_API pc_status pc_data_reader_read(pc_data_reader *r, uint8_t *values, int64_t max_rows,
                                      int64_t *rows_read);
 
+/* Moves past the next min(rows, rows left) rows without returning them (rows >= 0), so that a
+ * process can read its own part of a file: a seek in a plain regular file, decompressed and
+ * dropped in a gzip file or a pipe (with a read's checks: a file that ends early fails naming
+ * the row). */
+PC_API pc_status pc_data_reader_skip(pc_data_reader *r, int64_t rows);
+
 /* Closes the file; NULL does nothing. */
 PC_API void pc_data_reader_close(pc_data_reader *r);
 

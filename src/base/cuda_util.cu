@@ -21,6 +21,25 @@ extern "C" int pc_cuda_available(void) {
     return count > 0;
 }
 
+extern "C" int pc_cuda_device_count(void) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return count;
+}
+
+extern "C" pc_status pc_cuda_set_device(int index) {
+    pc_status st = PC_OK;
+    if (index < 0) return pc_fail(PC_ERR_ARG, "pc_cuda_set_device: index %d < 0", index);
+    const int count = pc_cuda_device_count();
+    if (count < 1) return pc_fail(PC_ERR_NO_DEVICE, "pc_cuda_set_device: no GPU found");
+    PC_CUDA_CHECK(cudaSetDevice(index % count));
+fail:
+    return st;
+}
+
 extern "C" pc_status pc_cuda_malloc(void **d_ptr, size_t bytes) {
     pc_status st = PC_OK;
     if (!d_ptr) return pc_fail(PC_ERR_ARG, "pc_cuda_malloc: d_ptr is NULL");

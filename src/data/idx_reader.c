@@ -29,6 +29,7 @@ struct pc_data_reader {
     int64_t total; /* count x width: the payload the header claims */
     int64_t done;  /* payload bytes read so far */
     int ended;     /* the end of the file has been checked */
+    int sized;     /* a plain regular file, its length checked at open */
 };
 
 /* Reads up to n bytes (any size; gzread takes unsigned counts). Returns the bytes read (fewer
@@ -103,9 +104,10 @@ static pc_status read_header(pc_data_reader *r, int min_dims, int max_dims, int6
 }
 
 /* A plain regular file must hold exactly the bytes its header claims. */
-static pc_status check_length(const pc_data_reader *r, int fd, int64_t header) {
+static pc_status check_length(pc_data_reader *r, int fd, int64_t header) {
     struct stat sb;
     if (!gzdirect(r->f) || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) return PC_OK;
+    r->sized = 1;
     const int64_t held = (int64_t)sb.st_size - header, claimed = r->total;
     if (held < claimed)
         return pc_fail(PC_ERR_DATA, "%s: truncated: the header claims %lld rows of %lld bytes "
@@ -196,6 +198,32 @@ pc_status pc_data_reader_read(pc_data_reader *r, uint8_t *values, int64_t max_ro
     /* want <= count < 2^32, width < 2^31: the product fits. */
     pc_status st = pc_idx_read_bytes(r, values, want * r->width, &got);
     if (st == PC_OK) *rows_read = want;
+    return st;
+}
+
+pc_status pc_data_reader_skip(pc_data_reader *r, int64_t rows) {
+    if (!r || rows < 0) return pc_fail(PC_ERR_ARG, "pc_data_reader_skip: NULL reader or rows < 0");
+    const int64_t left = r->count - r->done / r->width;
+    const int64_t bytes = (left < rows ? left : rows) * r->width;
+    /* A plain regular file holds its claimed bytes (checked at open): a seek. zlib's gzseek
+     * is an lseek there; it takes a z_off_t, so a long skip goes in pieces. */
+    int64_t moved = 0;
+    while (r->sized && moved < bytes) {
+        const int64_t step = bytes - moved < (1 << 30) ? bytes - moved : (1 << 30);
+        if (gzseek(r->f, (z_off_t)step, SEEK_CUR) < 0) break;
+        moved += step;
+        r->done += step;
+    }
+    /* Else (gzip, a pipe) the rows are read and dropped, with a read's checks. */
+    uint8_t drop[1 << 16];
+    pc_status st = PC_OK;
+    while (st == PC_OK && moved < bytes) {
+        int64_t got = 0;
+        const int64_t step = bytes - moved < (int64_t)sizeof drop ? bytes - moved
+                                                                  : (int64_t)sizeof drop;
+        st = pc_idx_read_bytes(r, drop, step, &got);
+        moved += got;
+    }
     return st;
 }
 

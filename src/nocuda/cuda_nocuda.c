@@ -7,6 +7,8 @@ static pc_status no_cuda(void) {
 }
 
 int pc_cuda_available(void) { return 0; }
+int pc_cuda_device_count(void) { return 0; }
+pc_status pc_cuda_set_device(int index) { (void)index; return no_cuda(); }
 
 pc_status pc_cuda_malloc(void **d_ptr, size_t bytes) { (void)d_ptr, (void)bytes; return no_cuda(); }
 void pc_cuda_free(void *d_ptr) { (void)d_ptr; }

@@ -156,6 +156,12 @@ pc_status pc_tool_mask_next(pc_tool_mask *m, int64_t rows, uint8_t *missing) {
     return PC_OK;
 }
 
+pc_status pc_tool_mask_skip(pc_tool_mask *m, int64_t rows) {
+    pc_status st = m->file ? pc_tool_rows_skip(m->file, rows) : PC_OK;
+    if (st == PC_OK) m->row += rows;
+    return st;
+}
+
 void pc_tool_mask_close(pc_tool_mask *m) {
     if (!m) return;
     pc_tool_rows_close(m->file);

@@ -11,7 +11,8 @@
  *                              all; nonzero = missing (a file named like a keyword: ./left)
  *
  * Masks are made a batch of rows at a time, in row order, so memory does not grow with the
- * data and a row's mask does not depend on the batch size. Errors: pc_tool_last_error(). */
+ * data; a row's mask depends on its number only, not on the batch size or on where a run
+ * started (pc_tool_mask_skip). Errors: pc_tool_last_error(). */
 #ifndef PC_TOOLS_MASK_H
 #define PC_TOOLS_MASK_H
 
@@ -52,6 +53,10 @@ pc_status pc_tool_mask_open(const pc_tool_mask_spec *spec, int32_t width, int64_
 /* The masks of the next `rows` rows into missing [rows, width] (1 or a file's nonzero value
  * = missing). */
 pc_status pc_tool_mask_next(pc_tool_mask *m, int64_t rows, uint8_t *missing);
+
+/* Moves past the masks of the next `rows` rows: the mask after it is the one the row after
+ * them gets in a run that made them all (a process scoring rows [lo, hi) skips lo). */
+pc_status pc_tool_mask_skip(pc_tool_mask *m, int64_t rows);
 
 /* NULL does nothing. */
 void pc_tool_mask_close(pc_tool_mask *m);

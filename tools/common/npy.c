@@ -300,6 +300,26 @@ pc_status pc_tool_npy_read(pc_tool_npy_reader *r, uint8_t *values, int64_t max_r
     return PC_OK;
 }
 
+pc_status pc_tool_npy_skip(pc_tool_npy_reader *r, int64_t rows) {
+    const int64_t skip = r->count - r->row < rows ? r->count - r->row : rows;
+    struct stat sb;
+    if (skip <= 0) return PC_OK;
+    if (fstat(fileno(r->f), &sb) == 0 && S_ISREG(sb.st_mode) &&
+        fseeko(r->f, (off_t)(skip * r->width), SEEK_CUR) == 0) {
+        r->row += skip;
+        return PC_OK;
+    }
+    /* A pipe: read a block of rows at a time (at least one) and drop them. */
+    const int64_t per = r->width < (1 << 16) ? (1 << 16) / r->width : 1;
+    uint8_t *drop = malloc((size_t)(per * r->width));
+    if (!drop) return pc_tool_fail(PC_ERR_NOMEM, "%s: out of memory", r->path);
+    pc_status st = PC_OK;
+    for (int64_t done = 0, got = 0; st == PC_OK && done < skip; done += got)
+        st = pc_tool_npy_read(r, drop, skip - done < per ? skip - done : per, &got);
+    free(drop);
+    return st;
+}
+
 void pc_tool_npy_close(pc_tool_npy_reader *r) {
     if (!r) return;
     if (r->f) fclose(r->f);

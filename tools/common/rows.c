@@ -46,6 +46,11 @@ pc_status pc_tool_rows_read(pc_tool_rows *r, uint8_t *values, int64_t max_rows,
     return pc_tool_pass(pc_data_reader_read(r->idx, values, max_rows, rows_read));
 }
 
+pc_status pc_tool_rows_skip(pc_tool_rows *r, int64_t rows) {
+    if (r->npy) return pc_tool_npy_skip(r->npy, rows);
+    return pc_tool_pass(pc_data_reader_skip(r->idx, rows));
+}
+
 void pc_tool_rows_close(pc_tool_rows *r) {
     if (!r) return;
     pc_tool_npy_close(r->npy);

@@ -22,6 +22,10 @@ int32_t pc_tool_rows_width(const pc_tool_rows *r);
  * end. */
 pc_status pc_tool_rows_read(pc_tool_rows *r, uint8_t *values, int64_t max_rows,
                             int64_t *rows_read);
+/* Moves past the next min(rows, rows left) rows (rows >= 0), so that a process reads only its
+ * own rows: a seek in a regular .npy or plain IDX file, else the rows read and dropped (a file
+ * that ends early fails as a read would). */
+pc_status pc_tool_rows_skip(pc_tool_rows *r, int64_t rows);
 /* NULL does nothing. */
 void pc_tool_rows_close(pc_tool_rows *r);
 

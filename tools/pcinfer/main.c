@@ -5,8 +5,15 @@
  *
  * The model file is read by the isolated loader (a malformed file cannot crash or hang the
  * program), the data is streamed a batch at a time (memory does not grow with the file), and
- * --output goes through a pc_file_writer: complete or not at all, never over an input. */
+ * --output goes through a pc_file_writer: complete or not at all, never over an input.
+ *
+ * mpirun -np R pcinfer [score] ... shards the scoring: each rank reads and scores its part of
+ * the rows (score.c) and rank 0 alone prints and writes, the same figures and file as one
+ * process. Ranks on one machine share its cores and take its GPUs in turn. The queries run as
+ * one process: with R > 1 they refuse to start. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +41,8 @@ static const char usage_text[] =
     "image from p(x_missing | x_observed). mpe completes each image by its most probable\n"
     "explanation; conditional gives p(X_v = c | x_observed) for every entry v and value c.\n"
     "sample, mpe and conditional take --kernel, --threads, --batch, --limit and --json too.\n"
+    "Under mpirun -np R, score shards the images over the ranks (rank 0 prints and writes the\n"
+    "same results as one process); sample, mpe and conditional run as one process only.\n"
     "  --kernel K     ref|cpu|cpu-fuse|fuse|int|gemm; default fuse with a GPU, else cpu-fuse\n"
     "                 (a GPU kernel without a GPU, or one that does not answer the query, runs\n"
     "                 cpu-fuse, with a notice)\n"
@@ -59,7 +68,11 @@ static const char usage_text[] =
 
 static const char *const command_names[] = {"score", "sample", "mpe", "conditional"};
 
+/* Under mpirun the ranks other than 0 parse the same command line silently. */
+static int g_quiet;
+
 static int usage_error(const char *fmt, const char *what) {
+    if (g_quiet) return 2;
     fprintf(stderr, "pcinfer: ");
     fprintf(stderr, fmt, what);
     fprintf(stderr, "\n%s", usage_text);
@@ -71,6 +84,7 @@ static int parse_count(const char *flag, const char *text, int64_t lo, int64_t *
     errno = 0;
     long long v = strtoll(text, &end, 10);
     if (errno || !end || *end || end == text || v < lo) {
+        if (g_quiet) return 2;
         fprintf(stderr, "pcinfer: %s needs an integer >= %lld, not '%s'\n%s", flag, (long long)lo,
                 text, usage_text);
         return 2;
@@ -193,14 +207,38 @@ static int parse_args(int argc, char **argv, args *a) {
     return check_command(a);
 }
 
-int main(int argc, char **argv) {
+/* Threads of a rank that shares its machine with local_size - 1 others: its share of the
+ * cores it may run on (those mpirun bound it to, a core or a socket, or all of them). */
+static int shared_threads(int local_size) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) < cores)
+        cores = CPU_COUNT(&set) < cores / local_size ? CPU_COUNT(&set) : cores / local_size;
+    else
+        cores /= local_size;
+    return cores > 1 ? (int)cores : 1;
+}
+
+static int run(int argc, char **argv, const pc_tool_mpi *mpi) {
     args a;
+    g_quiet = mpi->rank != 0;
     int rc = parse_args(argc, argv, &a);
     if (rc < 0) {
-        fputs(usage_text, stdout);
+        if (mpi->rank == 0) fputs(usage_text, stdout);
         return 0;
     }
     if (rc) return rc;
+    a.mpi = *mpi;
+    if (mpi->size > 1 && a.command != PCINFER_SCORE) {
+        if (mpi->rank == 0)
+            fprintf(stderr, "pcinfer: %s runs as one process: under mpirun -np %d only scoring "
+                            "is sharded (run %s without mpirun, or with -np 1)\n",
+                    command_names[a.command], mpi->size, command_names[a.command]);
+        return 1;
+    }
+    if (mpi->local_size > 1 && a.threads == 0) a.threads = shared_threads(mpi->local_size);
+    /* Several ranks: every failure waits for the ranks to agree, one message for the run. */
+    pcinfer_hold_messages(mpi->size > 1);
 
     /* The CPU backend that runs where no GPU is: the default without one, and the fallback
      * of a GPU kernel that cannot run here or cannot answer a query. cpu-fuse, not the
@@ -210,9 +248,18 @@ int main(int argc, char **argv) {
     if (a.kernel && pc_backend_parse(a.kernel, &backend) != PC_OK)
         return usage_error("%s", pc_last_error());
     if (pc_backend_is_gpu(backend) && !pc_cuda_available()) {
-        fprintf(stderr, "pcinfer: no GPU available: running kernel '%s' instead of '%s'\n",
-                pc_backend_name(a.cpu_backend), pc_backend_name(backend));
+        if (mpi->rank == 0)
+            fprintf(stderr, "pcinfer: no GPU available: running kernel '%s' instead of '%s'\n",
+                    pc_backend_name(a.cpu_backend), pc_backend_name(backend));
         backend = a.cpu_backend;
     }
     return a.command == PCINFER_SCORE ? pcinfer_score(&a, backend) : pcinfer_query(&a, backend);
+}
+
+int main(int argc, char **argv) {
+    pc_tool_mpi mpi;
+    pc_tool_mpi_init(&argc, &argv, &mpi);
+    const int rc = run(argc, argv, &mpi);
+    pc_tool_mpi_finalize(&mpi);
+    return rc;
 }

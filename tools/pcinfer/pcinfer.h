@@ -11,6 +11,7 @@
 #include "pc/hclt.h"
 
 #include "mask.h"
+#include "mpi_ranks.h"
 #include "rows.h"
 
 #define MNIST_TEST_IMAGES "t10k-images-idx3-ubyte.gz"
@@ -40,6 +41,7 @@ typedef struct args {
     pc_tool_mask_spec mask; /* parsed from missing when it is given */
     out_format format;      /* of output, for the queries */
     pc_backend cpu_backend; /* where a GPU kernel falls back to */
+    pc_tool_mpi mpi;        /* this process among the run's (mpirun -np R pcinfer) */
 } args;
 
 /* The inputs of a run, opened in this order: the data's path (--data, else the MNIST test set;
@@ -90,8 +92,21 @@ void json_string(const char *s);
 void json_number(double v);
 
 double now_seconds(void);
-/* Prints "pcinfer: <what>" on stderr and returns 1. */
+/* Prints "pcinfer: <message>" on stderr and returns 1; while messages are held, keeps the
+ * first one instead. */
+int fail_printf(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+/* fail_printf("%s", what). */
 int fail_with(const char *what);
+/* Under mpirun every rank stops at the same step when one fails, and one message is printed:
+ * while held (hold = 1), failures keep their message; pcinfer_agree (called by every rank)
+ * then returns 1 on every rank when any rank's rc is nonzero, the lowest such rank printing
+ * its message, else 0. Without a run of several ranks it returns rc (messages not held). */
+void pcinfer_hold_messages(int hold);
+int pcinfer_agree(const pc_tool_mpi *mpi, int rc);
 /* Prints pc_tool_last_error() for a failed step of a batch loop and returns 1. A library call
  * on the batch from image `first` of `data` names samples within the batch: the file is
  * named where the message does not, and where the batch starts (data NULL: a reader's or a

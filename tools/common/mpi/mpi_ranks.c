@@ -81,3 +81,18 @@ void pc_tool_mpi_gather(const pc_tool_mpi *mpi, const double *mine, double *all,
                 MPI_COMM_WORLD);
     free(counts), free(starts);
 }
+
+void pc_tool_mpi_barrier(const pc_tool_mpi *mpi) {
+    if (mpi->active) MPI_Barrier(MPI_COMM_WORLD);
+}
+
+double pc_tool_mpi_max(const pc_tool_mpi *mpi, double value) {
+    if (mpi->active) MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return value;
+}
+
+int pc_tool_mpi_first_failed(const pc_tool_mpi *mpi, int failed) {
+    int first = failed ? mpi->rank : INT_MAX;
+    if (mpi->active) MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return first == INT_MAX ? -1 : first;
+}

@@ -31,4 +31,15 @@ void pc_tool_mpi_shard(const pc_tool_mpi *mpi, int64_t n, int64_t *lo, int64_t *
 /* Every rank's mine [hi - lo] (its shard of n rows) into all [n] on rank 0, in row order. */
 void pc_tool_mpi_gather(const pc_tool_mpi *mpi, const double *mine, double *all, int64_t n);
 
+/* Waits until every rank has called it (before a timed part, so that its clocks start
+ * together). */
+void pc_tool_mpi_barrier(const pc_tool_mpi *mpi);
+
+/* The largest of every rank's value, on every rank (the slowest rank's time, say). */
+double pc_tool_mpi_max(const pc_tool_mpi *mpi, double value);
+
+/* The lowest rank whose `failed` is nonzero, on every rank; -1 when none failed. Every rank
+ * stops at the same step on an error and the one that prints it is agreed. */
+int pc_tool_mpi_first_failed(const pc_tool_mpi *mpi, int failed);
+
 #endif

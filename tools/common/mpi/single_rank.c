@@ -31,3 +31,15 @@ void pc_tool_mpi_gather(const pc_tool_mpi *mpi, const double *mine, double *all,
     (void)mpi;
     if (mine != all) memcpy(all, mine, (size_t)n * sizeof *all);
 }
+
+void pc_tool_mpi_barrier(const pc_tool_mpi *mpi) { (void)mpi; }
+
+double pc_tool_mpi_max(const pc_tool_mpi *mpi, double value) {
+    (void)mpi;
+    return value;
+}
+
+int pc_tool_mpi_first_failed(const pc_tool_mpi *mpi, int failed) {
+    (void)mpi;
+    return failed ? 0 : -1;
+}
