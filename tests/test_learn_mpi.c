@@ -131,12 +131,14 @@ static int gather_worker(int argc, char **argv) {
     pc_tool_mpi_init(&argc, &argv, &mpi);
     int bad = 0;
     for (int64_t n = 1; n < 40; n += 7) {
+        const int64_t unit = 1 + n % 4; /* shards of whole units, the last one short */
         int64_t lo = 0, hi = 0;
-        pc_tool_mpi_shard(&mpi, n, &lo, &hi);
+        pc_tool_mpi_shard(&mpi, n, unit, &lo, &hi);
+        bad += lo % unit != 0 || (hi % unit != 0 && hi != n);
         double mine[40], all[40];
         for (int64_t i = lo; i < hi; i++) mine[i - lo] = (double)i;
         for (int i = 0; i < 40; i++) all[i] = -1;
-        pc_tool_mpi_gather(&mpi, mine, all, n);
+        pc_tool_mpi_gather(&mpi, mine, all, n, unit);
         for (int64_t i = 0; i < n && mpi.rank == 0; i++) bad += all[i] != (double)i;
     }
     pc_tool_mpi_finalize(&mpi);

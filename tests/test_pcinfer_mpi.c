@@ -137,14 +137,15 @@ static void expect_same_for_ranks(const char *data, const char *extra) {
     free(want_out);
 }
 
+/* Shards are whole batches (mpi_ranks.h): small batches make every rank score some. */
 static void test_plain_idx(void **state) {
     (void)state;
-    expect_same_for_ranks("d.idx", "");
+    expect_same_for_ranks("d.idx", "--batch 5");
 }
 
 static void test_gzip_random_mask_compare(void **state) {
     (void)state;
-    expect_same_for_ranks("d.idx.gz", "--missing random:0.3 --seed 5 --compare ref");
+    expect_same_for_ranks("d.idx.gz", "--missing random:0.3 --seed 5 --compare ref --batch 3");
 }
 
 static void test_npy_mask_file_limit(void **state) {
@@ -152,10 +153,10 @@ static void test_npy_mask_file_limit(void **state) {
     expect_same_for_ranks("d.npy", "--missing MASK --compare ref --limit 29 --batch 4");
 }
 
-/* 3 images over up to 4 ranks: rank 0 (and others) score none. */
+/* 3 images over up to 4 ranks, a batch of 1: some ranks score none. */
 static void test_more_ranks_than_rows(void **state) {
     (void)state;
-    expect_same_for_ranks("d.idx", "--missing left --compare ref --limit 3");
+    expect_same_for_ranks("d.idx", "--missing left --compare ref --limit 3 --batch 1");
 }
 
 /* The text summary: the same figures, the throughput of the slowest rank named. */

@@ -2,10 +2,12 @@
  * and reports the mean log-likelihood (of the observed entries, with --missing), bits per
  * dimension, throughput and (with --compare ref) the error against the FP64 path.
  *
- * Under mpirun -np R, rank r scores rows [n r / R, n (r + 1) / R) (mpi_ranks.h: its shard),
- * reading only those rows and their masks; rank 0 gathers every rank's log p(x) and computes
- * the figures and the output file from them in row order, as one process does, so they come
- * out the same to the bit. */
+ * Under mpirun -np R, rank r scores its shard of the rows, whole batches of one process's run
+ * (mpi_ranks.h), reading only those rows and their masks, with an evaluator of one process's
+ * batch; rank 0 gathers every rank's log p(x) and computes the figures and the output file
+ * from them in row order, as one process does. Every row is thus scored in the very call it
+ * would be without mpirun, so the results are the same to the bit on every kernel, the GPU's
+ * (whose strategy depends on the call's size) included. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,7 +47,7 @@ typedef struct results {
 /* This rank's rows [lo, hi) of the n, and under mpirun with R > 1 their log p(x) (and ref's)
  * kept for the gather, and on rank 0 every row's (all, all_ref [n]). */
 typedef struct shard {
-    int64_t lo, hi;
+    int64_t lo, hi, unit; /* unit: rows per shard unit (shard_unit) */
     double *logp, *ref, *all, *all_ref;
 } shard;
 
@@ -56,11 +58,19 @@ static void shard_free(shard *sh) {
     free(sh->all_ref);
 }
 
+/* One process's batch for n rows (at least 1): the unit of the shards. */
+static int64_t shard_unit(const args *a, pc_backend backend, int64_t n) {
+    const int64_t b = batch_for(a, backend) < n ? batch_for(a, backend) : n;
+    return b > 0 ? b : 1;
+}
+
 /* The rows of this rank and, with R > 1, the arrays of the gather. Returns 0 or 1 (message
  * given). */
-static int shard_init(shard *sh, const pc_tool_mpi *mpi, int64_t n, int compare) {
+static int shard_init(shard *sh, const pc_tool_mpi *mpi, int64_t n, int64_t unit,
+                      int compare) {
     memset(sh, 0, sizeof *sh);
-    pc_tool_mpi_shard(mpi, n, &sh->lo, &sh->hi);
+    sh->unit = unit;
+    pc_tool_mpi_shard(mpi, n, unit, &sh->lo, &sh->hi);
     if (mpi->size == 1) return 0;
     if (n > INT32_MAX) /* MPI counts are int */
         return fail_printf("%lld images are more than a sharded run gathers (2^31 - 1)",
@@ -144,7 +154,7 @@ static int score_stream(const pc_circuit *c, pc_backend backend, const args *a,
                         shard *sh, results *r) {
     const pc_tool_mpi *mpi = &a->mpi;
     const int64_t rows = sh->hi - sh->lo;
-    const int64_t batch = batch_for(a, backend) < rows ? batch_for(a, backend) : rows;
+    const int64_t batch = shard_unit(a, backend, r->n);
     scorer s;
     memset(&s, 0, sizeof s);
     pc_status st = PC_OK;
@@ -214,8 +224,8 @@ static int combine_ranks(const pc_tool_mpi *mpi, shard *sh, results *r, pc_file_
     r->seconds = pc_tool_mpi_max(mpi, r->seconds);
     r->ref_seconds = pc_tool_mpi_max(mpi, r->ref_seconds);
     r->wall = pc_tool_mpi_max(mpi, r->wall);
-    pc_tool_mpi_gather(mpi, sh->logp, sh->all, r->n);
-    if (sh->ref) pc_tool_mpi_gather(mpi, sh->ref, sh->all_ref, r->n);
+    pc_tool_mpi_gather(mpi, sh->logp, sh->all, r->n, sh->unit);
+    if (sh->ref) pc_tool_mpi_gather(mpi, sh->ref, sh->all_ref, r->n, sh->unit);
     if (mpi->rank != 0) return 0;
     pc_status st = pc_tool_pass(take_rows(sh->all, sh->all_ref, r->n, r, out));
     return st == PC_OK ? 0 : fail_batch(st, NULL, 0);
@@ -284,7 +294,7 @@ int pcinfer_score(const args *a, pc_backend backend) {
     if (mpi->active && pc_backend_is_gpu(backend) && pc_cuda_set_device(mpi->local_rank) != PC_OK)
         rc = fail_with(pc_last_error());
     if (rc == 0) rc = inputs_open(&in, a);
-    if (rc == 0) rc = shard_init(&sh, mpi, in.n, a->compare != NULL);
+    if (rc == 0) rc = shard_init(&sh, mpi, in.n, shard_unit(a, backend, in.n), a->compare != NULL);
     if (pcinfer_agree(mpi, rc)) {
         rc = 1;
         goto fail;

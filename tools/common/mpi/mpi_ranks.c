@@ -53,14 +53,19 @@ pc_status pc_tool_mpi_sum(void *ctx, int64_t *values, int64_t count) {
 }
 
 
-void pc_tool_mpi_shard(const pc_tool_mpi *mpi, int64_t n, int64_t *lo, int64_t *hi) {
-    *lo = n * mpi->rank / mpi->size;
-    *hi = n * (mpi->rank + 1) / mpi->size;
+void pc_tool_mpi_shard(const pc_tool_mpi *mpi, int64_t n, int64_t unit, int64_t *lo,
+                       int64_t *hi) {
+    const int64_t units = (n + unit - 1) / unit;
+    const int64_t a = units * mpi->rank / mpi->size * unit;
+    const int64_t b = units * (mpi->rank + 1) / mpi->size * unit;
+    *lo = a < n ? a : n;
+    *hi = b < n ? b : n;
 }
 
-void pc_tool_mpi_gather(const pc_tool_mpi *mpi, const double *mine, double *all, int64_t n) {
+void pc_tool_mpi_gather(const pc_tool_mpi *mpi, const double *mine, double *all, int64_t n,
+                        int64_t unit) {
     int64_t lo = 0, hi = n;
-    pc_tool_mpi_shard(mpi, n, &lo, &hi);
+    pc_tool_mpi_shard(mpi, n, unit, &lo, &hi);
     if (!mpi->active) {
         if (mine != all) memcpy(all, mine, (size_t)n * sizeof *all);
         return;
@@ -73,7 +78,7 @@ void pc_tool_mpi_gather(const pc_tool_mpi *mpi, const double *mine, double *all,
         for (int r = 0; r < mpi->size; r++) {
             const pc_tool_mpi other = {.rank = r, .size = mpi->size};
             int64_t a = 0, b = 0;
-            pc_tool_mpi_shard(&other, n, &a, &b);
+            pc_tool_mpi_shard(&other, n, unit, &a, &b);
             counts[r] = (int)(b - a), starts[r] = (int)a;
         }
     }

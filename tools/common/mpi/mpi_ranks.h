@@ -25,11 +25,18 @@ void pc_tool_mpi_abort(const pc_tool_mpi *mpi, int code);
 /* A pc_em_sum_fn (pc/learn.h): values [count] summed over the ranks, exactly (integers). */
 pc_status pc_tool_mpi_sum(void *ctx, int64_t *values, int64_t count);
 
-/* The rows [lo, hi) of n that this rank scores: rank r takes [n r / R, n (r + 1) / R). */
-void pc_tool_mpi_shard(const pc_tool_mpi *mpi, int64_t n, int64_t *lo, int64_t *hi);
+/* The rows [lo, hi) of n that this rank scores, in whole units of `unit` rows (the last unit
+ * may be short): of the u = ceil(n / unit) units rank r takes [u r / R, u (r + 1) / R). With
+ * unit = the batch of one process's run, every row is scored in the same batch, of the same
+ * size and rows, as without mpirun: a GPU kernel that picks its strategy by the call's size
+ * then gives the same bits too. */
+void pc_tool_mpi_shard(const pc_tool_mpi *mpi, int64_t n, int64_t unit, int64_t *lo,
+                       int64_t *hi);
 
-/* Every rank's mine [hi - lo] (its shard of n rows) into all [n] on rank 0, in row order. */
-void pc_tool_mpi_gather(const pc_tool_mpi *mpi, const double *mine, double *all, int64_t n);
+/* Every rank's mine [hi - lo] (its shard of n rows in units of `unit`) into all [n] on rank 0,
+ * in row order. */
+void pc_tool_mpi_gather(const pc_tool_mpi *mpi, const double *mine, double *all, int64_t n,
+                        int64_t unit);
 
 /* Waits until every rank has called it (before a timed part, so that its clocks start
  * together). */

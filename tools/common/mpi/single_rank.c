@@ -21,14 +21,16 @@ pc_status pc_tool_mpi_sum(void *ctx, int64_t *values, int64_t count) {
     return PC_OK;
 }
 
-void pc_tool_mpi_shard(const pc_tool_mpi *mpi, int64_t n, int64_t *lo, int64_t *hi) {
-    (void)mpi;
+void pc_tool_mpi_shard(const pc_tool_mpi *mpi, int64_t n, int64_t unit, int64_t *lo,
+                       int64_t *hi) {
+    (void)mpi, (void)unit;
     *lo = 0;
     *hi = n;
 }
 
-void pc_tool_mpi_gather(const pc_tool_mpi *mpi, const double *mine, double *all, int64_t n) {
-    (void)mpi;
+void pc_tool_mpi_gather(const pc_tool_mpi *mpi, const double *mine, double *all, int64_t n,
+                        int64_t unit) {
+    (void)mpi, (void)unit;
     if (mine != all) memcpy(all, mine, (size_t)n * sizeof *all);
 }
 
