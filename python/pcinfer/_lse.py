@@ -11,10 +11,18 @@ from ._errors import Error
 F32, F16, BF16 = 0, 1, 2  # pc_dtype values
 
 
-def _torch_tensor(x):
-    """True for a torch.Tensor (torch is only imported by callers who use it)."""
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(x, torch.Tensor)
+_torch = None  # pcinfer._torch once a torch tensor came (torch is imported by its users only)
+
+
+def _torch_module(x):
+    """pcinfer._torch for a torch.Tensor, else None; the import is done once, not per call."""
+    global _torch
+    if _torch is None:
+        torch = sys.modules.get("torch")
+        if torch is None or not isinstance(x, torch.Tensor):
+            return None
+        from . import _torch
+    return _torch if isinstance(x, _torch.torch.Tensor) else None
 
 
 def _np_dtype(a, what):
@@ -81,10 +89,9 @@ def logsumexp(x, dim=-1, keepdim=False, kernel="fuse", threads=None, isa="auto")
     float32 / float16 / bfloat16) give a tensor of the input's dtype on its device, and are
     differentiable. kernel: fuse (FP32, one pass), int (IntLSE, f32 only) or ref. threads:
     CPU threads (None: the calling thread only); isa: auto, scalar, avx2, avx512."""
-    if _torch_tensor(x):
-        from . import _torch
-
-        return _torch.logsumexp(x, dim, keepdim, kernel, threads, isa)
+    torch_module = _torch_module(x)
+    if torch_module is not None:
+        return torch_module.logsumexp(x, dim, keepdim, kernel, threads, isa)
     kern = _arrays.parse("lse_kernel", kernel)
     dtype, a = _np_dtype(np.asarray(x), "x")
     rows, shape = _rows(a, dim, keepdim)
@@ -101,10 +108,9 @@ def token_logprob(logits, targets, kernel="fuse", threads=None, isa="auto", chec
     [0, vocab). torch tensors (CPU or CUDA, float32 or bfloat16) give a float32 tensor on
     their device, differentiable in the logits; on CUDA a target outside [0, vocab) gives NaN
     unless check=True, which copies the targets to the host to refuse it."""
-    if _torch_tensor(logits):
-        from . import _torch
-
-        return _torch.token_logprob(logits, targets, kernel, threads, isa, check)
+    torch_module = _torch_module(logits)
+    if torch_module is not None:
+        return torch_module.token_logprob(logits, targets, kernel, threads, isa, check)
     kern = _arrays.parse("lse_kernel", kernel)
     dtype, a = _np_dtype(np.asarray(logits), "logits")
     if a.ndim < 1:

@@ -22,14 +22,9 @@ _LOGPROB_DTYPES = (torch.float32, torch.bfloat16)
 
 # The current stream as an integer without making a Stream object (what torch's own C++
 # extensions and Triton read); torch.cuda.current_stream(...).cuda_stream where it is absent.
-_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-
-
-def _stream(device):
-    if _raw_stream is not None:
-        return _raw_stream(device)
-    return torch.cuda.current_stream(device).cuda_stream
-
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+    lambda device: torch.cuda.current_stream(device).cuda_stream
+)
 
 # The same functions torch.cuda.current_device and is_current_stream_capturing call, without
 # their Python wrappers: a small call's overhead is mostly such layers (bench/harness/
@@ -38,37 +33,35 @@ _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.curre
 _capturing = (getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
               or torch.cuda.is_current_stream_capturing)
 
-_needs = {}  # (call, kernel, dtype, rows, cols, device) -> scratch bytes the library asked for
+_scratch = {}  # (device, stream) -> (uint8 tensor on that device, its address, its bytes)
+_NO_SCRATCH = (None, 0, 0)
 
 
-def _scratch_need(key, query):
-    """The scratch bytes of a call's shape, asked of the library once per shape: the size
-    depends only on the shape and the device."""
-    need = _needs.get(key)
-    if need is None:
-        need = _needs[key] = query()
-    return need
-
-
-_scratch = {}  # (device, stream) -> uint8 tensor on that device
-
-
-def _scratch_ptr(device, stream, nbytes):
-    """Device scratch of at least nbytes for one call queued on `stream`."""
-    if _capturing():
-        # Freed after the call, the block stays in the graph's private pool, which later
-        # captures reuse in stream order only.
-        return torch.empty(nbytes, dtype=torch.uint8, device=device).data_ptr()
-    buf = _scratch.get((device, stream))
-    if buf is None or buf.numel() < nbytes:
-        buf = torch.empty(max(nbytes, 1 << 12), dtype=torch.uint8, device=device)
-        _scratch[(device, stream)] = buf
-    return buf.data_ptr()
+def _queue(call, device, args):
+    """Queues call(*args, scratch, scratch_bytes, stream), an extension's CUDA call that
+    returns the scratch bytes it needs, queuing nothing, when given fewer, on the current
+    stream of `device`, made the current device first where it is not (the library's CUDA
+    calls run on the calling thread's current device). Once the stream's scratch is big
+    enough for the shape, that is one call into the extension."""
+    if device != _current_device():
+        with torch.cuda.device(device):
+            return _queue(call, device, args)
+    stream = _raw_stream(device)
+    capturing = _capturing()
+    _, ptr, nbytes = _NO_SCRATCH if capturing else _scratch.get((device, stream), _NO_SCRATCH)
+    need = call(*args, ptr, nbytes, stream)
+    if need is not None:
+        buf = torch.empty(max(need, 1 << 12), dtype=torch.uint8, device=device)
+        # While a graph is captured, each call has a buffer of its own: freed after the call,
+        # the block stays in the graph's private pool, which later captures reuse in stream
+        # order only.
+        if not capturing:
+            _scratch[(device, stream)] = (buf, buf.data_ptr(), buf.numel())
+        call(*args, buf.data_ptr(), buf.numel(), stream)
 
 
 def _on_device(device, launch, *args):
-    """launch(*args) with `device` as the current CUDA device (the library's CUDA calls run
-    on the calling thread's current device)."""
+    """launch(*args) with `device` as the current CUDA device (as in _queue)."""
     if device == _current_device():
         return launch(*args)
     with torch.cuda.device(device):
@@ -87,9 +80,10 @@ def _dtype_code(t, what, allowed=_DTYPES):
 
 
 def _rows(x, dim, keepdim):
-    """x as [rows, cols] with the reduced dims last, and the result's shape (None when it is
-    [rows]). A view when the library can read it as it is (elements of a row adjacent, rows
-    >= cols apart), else a contiguous copy."""
+    """x as [rows, cols] with the reduced dims last, the elements its row starts are apart
+    (cols when rows <= 1) and the result's shape (None when it is [rows]). A view when the
+    library can read it as it is (elements of a row adjacent, rows >= cols apart), else a
+    contiguous copy."""
     if x.dim() == 2 and (dim == -1 or dim == 1) and not keepdim:
         rows, cols = x.shape
         shape = None
@@ -111,35 +105,33 @@ def _rows(x, dim, keepdim):
     s0, s1 = x2.stride()
     if (cols > 1 and s1 != 1) or (rows > 1 and s0 < cols):
         x2 = x2.contiguous()
-    return x2, rows, cols, shape
+        s0 = cols
+    return x2, rows, cols, s0 if rows > 1 else cols, shape
 
 
 def _host(t):
     """A NumPy view of a CPU tensor's memory (f16/bf16 as uint16 bits where NumPy lacks the
     type)."""
-    t = t.detach()
+    if t.requires_grad:  # numpy() refuses it; detach() (~0.3 us) only where it must
+        t = t.detach()
     if t.dtype == torch.bfloat16:
         return t.view(torch.int16).numpy().view(np.uint16)
     return t.numpy()
 
 
-def _launch_lse(device, x2, rows, cols, kern, code, out):
-    stream = _stream(device)
-    need = _scratch_need(("lse", kern, code, rows, cols, device),
-                         lambda: _core.lse_rows_cuda(kern, code, 0, rows, cols, cols, 0, 0, 0,
-                                                     stream))
-    scratch = _scratch_ptr(device, stream, need)
-    _core.lse_rows_cuda(kern, code, x2.data_ptr(), rows, cols, x2.stride(0) if rows > 1 else cols,
-                        out.data_ptr(), scratch, need, stream)
+def _lse_cuda(x2, rows, cols, stride, kern, code):
+    """_lse_forward of a CUDA tensor, queued on the current stream of its device."""
+    out = x2.new_empty(rows, dtype=torch.float32)
+    _queue(_core.lse_rows_cuda, x2.get_device(),
+           (kern, code, x2.data_ptr(), rows, cols, stride, out.data_ptr()))
+    return out
 
 
-def _lse_forward(x2, rows, cols, kern, code, threads, isa):
-    """LSE of every row of x2 [rows, cols] as float32 [rows] on x2's device."""
+def _lse_forward(x2, rows, cols, stride, kern, code, threads, isa):
+    """LSE of every row of x2 [rows, cols] (row starts `stride` elements apart) as float32
+    [rows] on x2's device."""
     if x2.is_cuda:
-        out = torch.empty(rows, dtype=torch.float32, device=x2.device)
-        device = x2.get_device()
-        _on_device(device, _launch_lse, device, x2, rows, cols, kern, code, out)
-        return out
+        return _lse_cuda(x2, rows, cols, stride, kern, code)
     out = torch.empty(rows, dtype=torch.float64 if kern == _REF else torch.float32)
     _core.lse_rows(kern, code, _host(x2), out.numpy(), *_lse._cpu_opts(threads, isa))
     return out
@@ -148,7 +140,7 @@ def _lse_forward(x2, rows, cols, kern, code, threads, isa):
 def _launch_backward(device, x2, lse, rows, cols, grad):
     _core.lse_backward_cuda(x2.data_ptr(), lse.data_ptr(), rows, cols,
                             x2.stride(0) if rows > 1 else cols, grad.data_ptr(), cols,
-                            _stream(device))
+                            _raw_stream(device))
 
 
 def _softmax(x2, lse, rows, cols, threads, isa):
@@ -185,8 +177,8 @@ def _result(lse, shape, x, kern):
 class _LogSumExp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, dim, keepdim, kern, code, threads, isa):
-        x2, rows, cols, shape = _rows(x, dim, keepdim)
-        lse = _lse_forward(x2, rows, cols, kern, code, threads, isa)
+        x2, rows, cols, stride, shape = _rows(x, dim, keepdim)
+        lse = _lse_forward(x2, rows, cols, stride, kern, code, threads, isa)
         ctx.save_for_backward(x2, lse)
         ctx.args = (x, dim, keepdim, threads, isa, rows, cols)
         return _result(lse, shape, x, kern)
@@ -206,32 +198,26 @@ def logsumexp(x, dim=-1, keepdim=False, kernel="fuse", threads=None, isa="auto")
     code = _dtype_code(x, "x")
     if x.requires_grad and torch.is_grad_enabled():
         return _LogSumExp.apply(x, dim, keepdim, kern, code, threads, isa)
-    x2, rows, cols, shape = _rows(x, dim, keepdim)
-    return _result(_lse_forward(x2, rows, cols, kern, code, threads, isa), shape, x, kern)
+    if x.is_cuda and x.dim() == 2 and (dim == -1 or dim == 1) and not keepdim and x.is_contiguous():
+        # The common call, a contiguous CUDA [rows, cols] reduced over cols, without the
+        # general cases of _rows and _result: their layers were a third of the Python work
+        # of a call, and at 512 x 128 that work takes longer than the kernel (2.3 us).
+        rows, cols = x.shape
+        out = _lse_cuda(x, rows, cols, cols, kern, code)
+        return out if code == _lse.F32 else out.to(x.dtype)
+    x2, rows, cols, stride, shape = _rows(x, dim, keepdim)
+    return _result(_lse_forward(x2, rows, cols, stride, kern, code, threads, isa), shape, x, kern)
 
 
-def _launch_logprob(device, x2, t, rows, vocab, code, out):
-    stream = _stream(device)
-    logits, stride = x2.data_ptr(), x2.stride(0) if rows > 1 else vocab
-    # The size query checks the other arguments too, so it gets the real pointers.
-    need = _scratch_need(("logprob", 0, code, rows, vocab, device),
-                         lambda: _core.logprob_rows_cuda(code, logits, rows, vocab, stride,
-                                                         t.data_ptr(), out.data_ptr(), 0, 0,
-                                                         stream))
-    scratch = _scratch_ptr(device, stream, need)
-    _core.logprob_rows_cuda(code, logits, rows, vocab, stride, t.data_ptr(), out.data_ptr(),
-                            scratch, need, stream)
-
-
-def _logprob_forward(x2, t, rows, vocab, kern, code, threads, isa, check):
+def _logprob_forward(x2, t, rows, vocab, stride, kern, code, threads, isa, check):
     if x2.is_cuda:
         if kern != _arrays.parse("lse_kernel", "fuse"):
             raise Error("token_logprob on the GPU offers kernel fuse only", _core.ERR_ARG)
         if check:
             _core.logprob_check_targets(t.cpu().numpy(), vocab)
-        out = torch.empty(rows, dtype=torch.float32, device=x2.device)
-        device = x2.get_device()
-        _on_device(device, _launch_logprob, device, x2, t, rows, vocab, code, out)
+        out = x2.new_empty(rows, dtype=torch.float32)
+        _queue(_core.logprob_rows_cuda, x2.get_device(),
+               (code, x2.data_ptr(), rows, vocab, stride, t.data_ptr(), out.data_ptr()))
         return out
     out = torch.empty(rows, dtype=torch.float64 if kern == _REF else torch.float32)
     _core.logprob_rows(kern, code, _host(x2), t.numpy(), out.numpy(),
@@ -260,8 +246,8 @@ def _targets(targets, logits):
 class _TokenLogprob(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, t, kern, code, threads, isa, check):
-        x2, rows, vocab, shape = _rows(logits, -1, False)
-        out = _logprob_forward(x2, t, rows, vocab, kern, code, threads, isa, check)
+        x2, rows, vocab, stride, shape = _rows(logits, -1, False)
+        out = _logprob_forward(x2, t, rows, vocab, stride, kern, code, threads, isa, check)
         ctx.save_for_backward(x2, t, out)
         ctx.args = (logits, threads, isa, rows, vocab)
         return out if shape is None else out.view(shape)
@@ -290,6 +276,6 @@ def token_logprob(logits, targets, kernel="fuse", threads=None, isa="auto", chec
     t = _targets(targets, logits)
     if logits.requires_grad and torch.is_grad_enabled():
         return _TokenLogprob.apply(logits, t, kern, code, threads, isa, check)
-    x2, rows, vocab, shape = _rows(logits, -1, False)
-    out = _logprob_forward(x2, t, rows, vocab, kern, code, threads, isa, check)
+    x2, rows, vocab, stride, shape = _rows(logits, -1, False)
+    out = _logprob_forward(x2, t, rows, vocab, stride, kern, code, threads, isa, check)
     return out if shape is None else out.view(shape)

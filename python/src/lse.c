@@ -185,20 +185,28 @@ static int read_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t n, cons
 #define PTR(v) ((void *)(uintptr_t)(v))
 
 /* lse_rows_cuda(kernel, dtype, x, rows, cols, stride, out, scratch, scratch_bytes, stream):
- * with scratch == 0 returns the scratch bytes the shape needs; otherwise queues the LSE and
- * returns None. */
+ * queues the LSE and returns None; when scratch_bytes is less than the shape needs (scratch
+ * 0 included) queues nothing and returns the bytes needed. The size query is asked here on
+ * every call, so that the caller keeps one scratch buffer per stream and no table of sizes
+ * per shape (the query is arithmetic on cached device properties). */
 static PyObject *lse_rows_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     int64_t v[10];
     if (read_args(args, nargs, 10, "lse_rows_cuda", v) != 0) return NULL;
-    size_t bytes = (size_t)v[8];
+    size_t need = 0, bytes = (size_t)v[8];
+    int queued = 0;
     pc_status st;
     Py_BEGIN_ALLOW_THREADS
     st = pc_lse_rows_cuda((pc_lse_kernel)v[0], (pc_dtype)v[1], PTR(v[2]), v[3], v[4], v[5],
-                          PTR(v[6]), PTR(v[7]), &bytes, (pc_stream)PTR(v[9]));
+                          PTR(v[6]), NULL, &need, (pc_stream)PTR(v[9]));
+    if (st == PC_OK && v[7] && bytes >= need) {
+        st = pc_lse_rows_cuda((pc_lse_kernel)v[0], (pc_dtype)v[1], PTR(v[2]), v[3], v[4], v[5],
+                              PTR(v[6]), PTR(v[7]), &bytes, (pc_stream)PTR(v[9]));
+        queued = 1;
+    }
     Py_END_ALLOW_THREADS
     if (st != PC_OK) return pcpy_raise(st);
-    if (!v[7]) return PyLong_FromSize_t(bytes);
+    if (!queued) return PyLong_FromSize_t(need);
     Py_RETURN_NONE;
 }
 
@@ -217,19 +225,26 @@ static PyObject *lse_backward_cuda(PyObject *self, PyObject *const *args, Py_ssi
 }
 
 /* logprob_rows_cuda(dtype, logits, rows, vocab, stride, targets, out, scratch, scratch_bytes,
- * stream): like lse_rows_cuda (scratch == 0 returns the bytes needed). */
+ * stream): like lse_rows_cuda (returns the bytes needed, queuing nothing, when scratch_bytes
+ * is less). The size query checks the pointers too, so it is given the real ones. */
 static PyObject *logprob_rows_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     int64_t v[10];
     if (read_args(args, nargs, 10, "logprob_rows_cuda", v) != 0) return NULL;
-    size_t bytes = (size_t)v[8];
+    size_t need = 0, bytes = (size_t)v[8];
+    int queued = 0;
     pc_status st;
     Py_BEGIN_ALLOW_THREADS
     st = pc_logprob_rows_cuda(PC_LSE_FUSE, (pc_dtype)v[0], PTR(v[1]), v[2], v[3], v[4], PTR(v[5]),
-                              PTR(v[6]), PTR(v[7]), &bytes, (pc_stream)PTR(v[9]));
+                              PTR(v[6]), NULL, &need, (pc_stream)PTR(v[9]));
+    if (st == PC_OK && v[7] && bytes >= need) {
+        st = pc_logprob_rows_cuda(PC_LSE_FUSE, (pc_dtype)v[0], PTR(v[1]), v[2], v[3], v[4],
+                                  PTR(v[5]), PTR(v[6]), PTR(v[7]), &bytes, (pc_stream)PTR(v[9]));
+        queued = 1;
+    }
     Py_END_ALLOW_THREADS
     if (st != PC_OK) return pcpy_raise(st);
-    if (!v[7]) return PyLong_FromSize_t(bytes);
+    if (!queued) return PyLong_FromSize_t(need);
     Py_RETURN_NONE;
 }
 

@@ -118,6 +118,46 @@ def test_refuses_what_the_kernels_do_not_take(gen):
         pcinfer.token_logprob(torch.zeros(2, 3), torch.tensor([0, 3]))
 
 
+def test_cuda_calls_keep_scratch_per_stream(monkeypatch):
+    """The bookkeeping of _queue, with the extension's CUDA call and torch's CUDA queries
+    replaced (no GPU needed): a call given too little scratch answers the bytes it needs and is
+    repeated with a buffer kept for its (device, stream); later calls that fit take one call;
+    while a graph is captured every call gets a buffer of its own, which is not kept."""
+    from pcinfer import _torch as pt
+
+    calls = []
+
+    def call(need, ptr, nbytes, stream):
+        calls.append((need, nbytes, stream))
+        return need if nbytes < need else None
+
+    capturing = []
+    stream = {0: 70, 1: 71}
+    monkeypatch.setattr(pt, "_scratch", {})
+    monkeypatch.setattr(pt, "_current_device", lambda: 0)
+    monkeypatch.setattr(pt, "_raw_stream", lambda device: stream[device])
+    monkeypatch.setattr(pt, "_capturing", lambda: bool(capturing))
+    empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda n, dtype, device: empty(n, dtype=dtype))
+
+    pt._queue(call, 0, (16,))
+    assert calls == [(16, 0, 70), (16, 4096, 70)]
+    pt._queue(call, 0, (4096,))
+    assert calls[2:] == [(4096, 4096, 70)]
+    pt._queue(call, 0, (9000,))
+    assert calls[3:] == [(9000, 4096, 70), (9000, 9000, 70)]
+    pt._queue(call, 0, (16,))
+    assert calls[5:] == [(16, 9000, 70)]
+    stream[0] = 72  # another stream of the device: a buffer of its own
+    pt._queue(call, 0, (16,))
+    assert calls[6:] == [(16, 0, 72), (16, 4096, 72)]
+    capturing.append(True)
+    pt._queue(call, 0, (16,))
+    pt._queue(call, 0, (16,))
+    assert calls[8:] == [(16, 0, 72), (16, 4096, 72)] * 2
+    assert sorted(pt._scratch) == [(0, 70), (0, 72)] and pt._scratch[(0, 70)][2] == 9000
+
+
 cuda = pytest.mark.skipif("cuda" not in DEVICES, reason="no GPU")
 
 
@@ -172,3 +212,83 @@ def test_cuda_bad_targets_give_nan_unless_checked():
     assert torch.isnan(got[1]) and not torch.isnan(got[0])
     with pytest.raises(pcinfer.Error, match=r"targets\[1\] = 7"):
         pcinfer.token_logprob(logits, t, check=True)
+
+
+@cuda
+def test_cuda_layouts_and_scratch_sizes(gen):
+    """The contiguous [rows, cols] call and the general one (strided views, other dims, empty
+    shapes) on a stream of their own, whose scratch grows for a shape of several blocks per
+    row and then serves the small shapes again."""
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        for shape in ((512, 128), (1, 1 << 22), (3, 1 << 20), (512, 128), (0, 5), (4, 1)):
+            x = randn(gen, shape, "cuda")
+            assert_close(pcinfer.logsumexp(x, dim=1), torch.logsumexp(x.double(), 1), 2e-6)
+        x = randn(gen, (300, 700), "cuda")
+        for view in (x[:, 10:500], x.t(), x[::2], x[:1, :0]):
+            assert_close(pcinfer.logsumexp(view), torch.logsumexp(view.double(), -1), 2e-6)
+        for dtype in (torch.float16, torch.bfloat16):
+            got = pcinfer.logsumexp(x.to(dtype), dim=-1)
+            assert got.dtype == dtype
+            assert_close(got, torch.logsumexp(x.to(dtype).double(), -1), TOL[dtype])
+        kd = pcinfer.logsumexp(x, dim=1, keepdim=True)
+        assert kd.shape == (300, 1)
+        assert_close(kd, torch.logsumexp(x.double(), 1, keepdim=True), 2e-6)
+    s.synchronize()
+
+
+@cuda
+def test_cuda_extension_answers_its_scratch_bytes():
+    """lse_rows_cuda with too little scratch (none, or a buffer too small) queues nothing and
+    returns the bytes it needs; given them it queues the LSE and returns None."""
+    from pcinfer import _core
+
+    x = torch.randn(1, 1 << 22, device="cuda")
+    out = torch.full((1,), float("nan"), device="cuda")
+    stream = torch.cuda.current_stream().cuda_stream
+    args = (1, 0, x.data_ptr(), 1, x.shape[1], x.shape[1], out.data_ptr())
+    need = _core.lse_rows_cuda(*args, 0, 0, stream)
+    assert need >= 16
+    buf = torch.empty(need, dtype=torch.uint8, device="cuda")
+    if need > 16:
+        assert _core.lse_rows_cuda(*args, buf.data_ptr(), need - 1, stream) == need
+    torch.cuda.synchronize()
+    assert torch.isnan(out).all()
+    assert _core.lse_rows_cuda(*args, buf.data_ptr(), need, stream) is None
+    assert_close(out, torch.logsumexp(x.double(), -1), 2e-6)
+
+
+@cuda
+def test_cuda_errors_keep_their_messages():
+    x = torch.zeros(4, 8, device="cuda")
+    with pytest.raises(pcinfer.Error, match="kernel ref with dtype f32 is not offered on the GPU"):
+        pcinfer.logsumexp(x, kernel="ref")
+    with pytest.raises(pcinfer.Error, match="kernel int with dtype f16 is not offered on the GPU"):
+        pcinfer.logsumexp(x.half(), kernel="int")
+    with pytest.raises(pcinfer.Error, match=r"unknown LSE kernel 'nope' \(ref, fuse, int\)"):
+        pcinfer.logsumexp(x, kernel="nope")
+    with pytest.raises(pcinfer.Error, match="float64 is not an input type"):
+        pcinfer.logsumexp(x.double())
+    with pytest.raises(pcinfer.Error, match="token_logprob on the GPU offers kernel fuse only"):
+        pcinfer.token_logprob(x, torch.zeros(4, dtype=torch.long, device="cuda"), kernel="int")
+    # the error left nothing behind: the next calls are right
+    y = torch.randn(4, 8, device="cuda")
+    assert_close(pcinfer.logsumexp(y), torch.logsumexp(y.double(), -1), 2e-6)
+
+
+@cuda
+def test_cuda_tensor_off_the_current_device(gen):
+    """A tensor on another GPU than the current one: the call runs on the tensor's device and
+    stream, and the current device is the same after it."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip("one GPU")
+    x = randn(gen, (512, 128), "cuda:0")
+    t = torch.randint(0, 128, (512,), generator=gen).to("cuda:0")
+    with torch.cuda.device(1):
+        for view in (x, x.t(), x[:, 3:100]):
+            got = pcinfer.logsumexp(view)
+            assert got.device == x.device
+            assert_close(got, torch.logsumexp(view.double(), -1), 2e-6)
+        lp = pcinfer.token_logprob(x, t)
+        assert torch.cuda.current_device() == 1
+    assert_close(lp, torch.log_softmax(x.double(), -1).gather(1, t[:, None])[:, 0], 3e-5)
