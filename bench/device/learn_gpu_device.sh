@@ -28,28 +28,8 @@ phases=${*:-test bench pyjuice models fashion}
 summary="$OUT/summary.txt"
 : > "$summary"
 
-note() { echo "$*" | tee -a "$summary"; }
+. bench/device/steps.sh
 want() { case " $phases " in *" $1 "*) return 0 ;; esac; return 1; }
-# budget NAME LIMIT: prints min(LIMIT, the time left), or notes that NAME does not run.
-budget() {
-    local left=$((deadline - ($(date +%s) - start)))
-    if [ "$left" -lt 15 ]; then
-        note "$1: not run, no time left"
-        return 1
-    fi
-    echo $(($2 < left ? $2 : left))
-}
-# step NAME LIMIT CMD...: CMD's stdout and stderr into $OUT/NAME.log, under the budget.
-step() {
-    local name=$1 limit t rc
-    limit=$(budget "$name" "$2") || return 99
-    shift 2
-    t=$(date +%s)
-    timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
-    rc=$?
-    note "$name: rc=$rc, $(($(date +%s) - t)) s (limit $limit s)"
-    return $rc
-}
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
     | tee "$OUT/device.txt"

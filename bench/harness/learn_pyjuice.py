@@ -28,6 +28,22 @@ def load_idx(path):
     return np.frombuffer(raw[16:], dtype=np.uint8).reshape(n, -1)
 
 
+def timed(fn, reps, torch, warmup=1):
+    """Median ms of fn() over reps calls (CUDA events around each), after warmup calls."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return float(np.median(times))
+
+
 def time_step(pc, x, graph, reps, torch):
     """Median ms of forward + backward + mini_batch_em on batch x (a fixed device tensor)."""
 
@@ -36,18 +52,7 @@ def time_step(pc, x, graph, reps, torch):
         pc.backward(x, flows_memory=0.0, record_cudagraph=graph, apply_cudagraph=graph)
         pc.mini_batch_em(step_size=0.5, pseudocount=0.1)
 
-    for _ in range(3):
-        step()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        step()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return float(np.median(times))
+    return timed(step, reps, torch, warmup=3)
 
 
 def main():

@@ -19,22 +19,7 @@ import time
 
 import numpy as np
 
-from learn_pyjuice import load_idx
-
-
-def timed(fn, reps, torch):
-    """Median ms of fn() over reps calls, after one warm-up call."""
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return float(np.median(times))
+from learn_pyjuice import load_idx, timed
 
 
 def main():
