@@ -28,6 +28,21 @@ def load_idx(path):
     return np.frombuffer(raw[16:], dtype=np.uint8).reshape(n, -1)
 
 
+def merge_results(out, points, replaces, torch):
+    """Adds points to the JSON file out (created if missing), dropping the old points for
+    which replaces(point) holds; written to a temporary file, then renamed over out."""
+    old = []
+    if os.path.exists(out):
+        with open(out) as f:
+            old = json.load(f)["results"]
+    data = {"peer": "pyjuice 2.6.3", "torch": torch.__version__,
+            "results": [p for p in old if not replaces(p)] + points}
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(tmp, out)
+
+
 def timed(fn, reps, torch, warmup=1):
     """Median ms of fn() over reps calls (CUDA events around each), after warmup calls."""
     for _ in range(warmup):
@@ -88,16 +103,7 @@ def main():
             print(f"pyjuice K={a.k} b={b} {mode}: {ms:.3f} ms", file=sys.stderr)
             points.append({"K": a.k, "batch": b, "mode": mode, "ms": ms,
                            "compile_s": round(compile_s, 2)})
-    old = []
-    if os.path.exists(a.out):
-        with open(a.out) as f:
-            old = json.load(f)["results"]
-    data = {"peer": "pyjuice 2.6.3", "torch": torch.__version__,
-            "results": [p for p in old if p["K"] != a.k] + points}
-    tmp = a.out + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(tmp, a.out)
+    merge_results(a.out, points, lambda p: p["K"] == a.k, torch)
 
 
 if __name__ == "__main__":

@@ -12,14 +12,12 @@ Adds the point to OUT.json (created if missing) as {"query", "K", "n", "ms" | "e
 """
 
 import argparse
-import json
-import os
 import sys
 import time
 
 import numpy as np
 
-from learn_pyjuice import load_idx, timed
+from learn_pyjuice import load_idx, merge_results, timed
 
 
 def main():
@@ -66,17 +64,8 @@ def main():
     except Exception as e:  # noqa: BLE001 - recorded: PyJuice's failure is a result
         point["error"] = f"{type(e).__name__}: {e}"[:300]
         print(f"pyjuice {a.query} K={a.k} n={a.n}: {point['error']}", file=sys.stderr)
-    old = []
-    if os.path.exists(a.out):
-        with open(a.out) as f:
-            old = json.load(f)["results"]
     same = (a.query, a.k, a.n)
-    data = {"peer": "pyjuice 2.6.3", "torch": torch.__version__,
-            "results": [p for p in old if (p["query"], p["K"], p["n"]) != same] + [point]}
-    tmp = a.out + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(tmp, a.out)
+    merge_results(a.out, [point], lambda p: (p["query"], p["K"], p["n"]) == same, torch)
 
 
 if __name__ == "__main__":
