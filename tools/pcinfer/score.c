@@ -154,7 +154,7 @@ static int score_stream(const pc_circuit *c, pc_backend backend, const args *a,
                         shard *sh, results *r) {
     const pc_tool_mpi *mpi = &a->mpi;
     const int64_t rows = sh->hi - sh->lo;
-    const int64_t batch = shard_unit(a, backend, r->n);
+    const int64_t batch = sh->unit;
     scorer s;
     memset(&s, 0, sizeof s);
     pc_status st = PC_OK;
