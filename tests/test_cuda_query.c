@@ -8,9 +8,9 @@
  *   - samplers: Pearson's chi-square over all cells with 10^5 draws (p(x) and p(x_missing |
  *     x_observed), 12 models each, alpha 1e-6, as tests/test_query_sample.c); p(x) rows equal
  *     to ref's for the same seed (the same streams and tables), conditional rows nearly so;
- *   - the variants the benchmark times (gpu_query.h): exp and log to FP32's accuracy in the
+ *   - the variant the benchmark times (gpu_query.h): exp and log to FP32's accuracy in the
  *     sum-product passes (conditionals within TOL_F32_EXP of ref, conditional rows nearly
- *     ref's), the p(x) sampler's latents by binary searches (rows equal to ref's);
+ *     ref's);
  *   - awkward sizes against ref: K = 1 ... 300, C = 256, a chain of 300 layers, V = 1, rows
  *     of probability 0, runs split into calls, in place.
  * Outputs are poisoned before each call. Without a GPU the program exits 77 (skipped). */
@@ -37,8 +37,9 @@
 #define TOL_ENUM 1e-11
 #define TOL_REF 1e-9
 #define TOL_F32 1e-7
-#define TOL_F32_EXP 1e-5 /* the sum-product passes with exp and log to FP32's accuracy: the
-                            issue's bound for fuse, and (relative) cpu-fuse's for log p */
+#define TOL_F32_EXP 1e-5 /* the sum-product passes with exp and log to FP32's accuracy:
+                            fuse's bound on the shipped model (test_cuda_query_mnist.c's
+                            TOL_GPU), and (relative) cpu-fuse's for log p */
 #define MPE_MARGIN 1e-9
 #define DRAWS 100000
 #define ALPHA 1e-6
@@ -261,8 +262,8 @@ static void check_f32_exp(pc_evaluator *e, const uint8_t *x, const uint8_t *miss
 
 /* Every query of fuse against ref on n rows of a larger model: conditionals within TOL_REF
  * (TOL_F32_EXP with FP32 exp and log), MPE bit for bit, p(x) samples equal (split into two
- * calls on the GPU; by counts and by binary searches), conditional samples equal in all but a
- * few rows; a row of probability 0 fails conditional sampling by name. */
+ * calls on the GPU), conditional samples equal in all but a few rows; a row of probability 0
+ * fails conditional sampling by name. */
 static void compare_with_ref(const pc_circuit *c, int64_t n) {
     const int64_t V = c->num_vars, C = c->num_cats, cells = n * V * C;
     uint8_t *miss = NULL, *x = pc_hr_data(n, (int32_t)V, (int32_t)C, 0.5, &miss);

@@ -154,7 +154,7 @@ static int score_stream(const pc_circuit *c, pc_backend backend, const args *a,
                         shard *sh, results *r) {
     const pc_tool_mpi *mpi = &a->mpi;
     const int64_t rows = sh->hi - sh->lo;
-    const int64_t batch = shard_unit(a, backend, r->n);
+    const int64_t batch = sh->unit;
     scorer s;
     memset(&s, 0, sizeof s);
     pc_status st = PC_OK;
@@ -309,7 +309,8 @@ int pcinfer_score(const args *a, pc_backend backend) {
     if (!pc_backend_is_gpu(backend) || pc_cuda_describe(r.device, sizeof r.device) != PC_OK)
         snprintf(r.device, sizeof r.device, "CPU, %d threads", r.threads);
     if (score_stream(in.circuit, backend, a, in.data, in.mask, in.out, &sh, &r) != 0) goto fail;
-    /* The last collective: from here on rank 0 alone, its messages printed as they come. */
+    /* The last agreement: past it only rank 0 can fail (the figures and the output), its
+     * messages printed as they come. */
     pcinfer_hold_messages(0);
     if (mpi->size > 1 && combine_ranks(mpi, &sh, &r, in.out) != 0) goto fail;
     if (mpi->rank != 0) {

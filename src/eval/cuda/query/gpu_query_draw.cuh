@@ -1,7 +1,7 @@
 /* Device code of both GPU samplers (internal): the values' draws, once every latent state of
  * the block's samples is known, one thread per (sample, variable), four binary searches in
- * flight per thread. Draws are numbered as the CPU numbers them (gpu_query_rng.h), so a value is the CPU's for the same
- * latent state. */
+ * flight per thread. Draws are numbered as the CPU numbers them (gpu_query_rng.h), so a value
+ * is the CPU's for the same latent state. */
 #ifndef PC_GPU_QUERY_DRAW_CUH
 #define PC_GPU_QUERY_DRAW_CUH
 

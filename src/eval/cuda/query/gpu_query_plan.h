@@ -69,9 +69,8 @@ pc_status pc_gpu_query_shape_for(int32_t K, size_t max_smem, pc_gpu_query_shape 
 int32_t pc_gpu_query_rows_for(int64_t n, int32_t sms, int32_t forced);
 
 /* Device bytes per sample of a pass (node values, MPE's argmax, latent states, the samplers'
- * draw numbers, staging) and the chunk: the
- * most samples, up to max_batch and PC_GPU_QUERY_CHUNK_MAX, whose buffers fit `budget` bytes
- * (at least 1). */
+ * draw numbers, staging) and the chunk: the most samples, up to max_batch and
+ * PC_GPU_QUERY_CHUNK_MAX, whose buffers fit `budget` bytes (at least 1). */
 #define PC_GPU_QUERY_CHUNK_MAX 16384
 size_t pc_gpu_query_bytes_per_sample(const pc_circuit *c);
 int64_t pc_gpu_query_chunk(size_t per_sample, size_t budget, int64_t max_batch);

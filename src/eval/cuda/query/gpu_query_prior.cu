@@ -1,12 +1,9 @@
 /* Sampling from p(x) on the GPU: a block per `rows` samples draws the latents layer by layer
- * from the root (a thread per (group, sample); the states in shared memory), then every value
- * at once (gq_draw_values), over the same cumulative tables as src/eval/query/query_sample.c
- * (root_cdf, prior_cdf, x_cdf) with the same draws (gpu_query_rng.h: the CPU's stream, its draw
- * numbers), so its rows are the CPU's bit for bit. A latent's state is a binary search of its
- * cumulative row: at K = 16 (H200) it beat a count over the whole row loaded at once (one
- * latency instead of log2 K) at 512, 4096 and 100,000 samples, 0.055 against 0.071 us per
- * image at 100,000: the count's K loads per state cost more L2 traffic than the latencies it
- * saves. */
+ * from the root (a thread per (group, sample); the states in shared memory where they fit,
+ * gq_block), then every value at once (gq_draw_values), over the same cumulative tables as
+ * src/eval/query/query_sample.c (root_cdf, prior_cdf, x_cdf) with the same draws
+ * (gpu_query_rng.h: the CPU's stream, its draw numbers), so its rows are the CPU's bit for
+ * bit. A latent's state is a binary search of its cumulative row. */
 #include "eval/cuda/query/gpu_query_draw.cuh"
 
 static __global__ void prior_kernel(const pc_gq_args a) {
