@@ -3,9 +3,7 @@
  * pixel sum to 1 and stay within TOL_GPU of ref's (float output too); MPE is ref's (a row may
  * differ only on a near-tie: then both completions attain the same joint within MPE_TIE) and
  * beats 1000 random and sampled completions; p(x) samples are ref's rows, conditional samples
- * ref's in nearly every row. The same for the variant of the sum-product passes with exp and
- * log to FP32's accuracy (gpu_query.h): conditionals within TOL_GPU, log p(e) within
- * TOL_F32_EXP_LOGP. Skipped without a GPU, or when the model or MNIST is absent. */
+ * ref's in nearly every row. Skipped without a GPU, or when the model or MNIST is absent. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,7 +16,6 @@
 #include <cmocka.h>
 
 #include "enumerate.h"
-#include "eval/cuda/query/gpu_query.h"
 #include "eval/evaluator.h"
 #include "hclt_random.h"
 #include "mnist_find.h"
@@ -31,7 +28,7 @@
 #define V (SIDE * SIDE)
 #define C 256
 #define TOL_GPU 1e-5
-#define TOL_F32_EXP_LOGP 1e-3 /* as cpu-fuse's FP32 passes (test_query_mnist.c) */
+#define TOL_LOGP 1e-9 /* log p(e): the same FP64 sums as ref's, up to their order */
 #define MPE_TIE 1e-9
 
 static pc_circuit *circuit;
@@ -78,9 +75,8 @@ static int teardown(void **state) {
     } while (0)
 
 /* fuse's conditionals (double and float) of the rows against ref's: every row sums to 1,
- * observed rows are one-hot, values within TOL_GPU of ref's, log p(e) within tol_lp. */
-static void check_conditionals(pc_evaluator *e, const double *ref, const double *ref_lp,
-                               double tol_lp, const char *name) {
+ * observed rows are one-hot, values within TOL_GPU of ref's, log p(e) within TOL_LOGP. */
+static void check_conditionals(pc_evaluator *e, const double *ref, const double *ref_lp) {
     const size_t cells = (size_t)ROWS * V * C;
     double *got = pc_test_alloc(cells * 8), lp[ROWS];
     float *got32 = pc_test_alloc(cells * 4);
@@ -101,10 +97,10 @@ static void check_conditionals(pc_evaluator *e, const double *ref, const double 
         if (!missing[i / C]) assert_true(got[i + x[i / C]] == 1.0 && sum == 1.0);
     }
     for (int i = 0; i < ROWS; i++) worst_lp = fmax(worst_lp, fabs(lp[i] - ref_lp[i]));
-    print_message("  fuse%s: max |p - ref| %.2g (float output %.2g), rows sum to 1 within %.2g, "
-                  "log p(e) within %.2g of ref\n", name, worst, worst32, worst_sum, worst_lp);
+    print_message("  fuse: max |p - ref| %.2g (float output %.2g), rows sum to 1 within %.2g, "
+                  "log p(e) within %.2g of ref\n", worst, worst32, worst_sum, worst_lp);
     assert_true(worst <= TOL_GPU && worst32 <= TOL_GPU && worst_sum <= 1e-12);
-    assert_true(worst_lp <= tol_lp);
+    assert_true(worst_lp <= TOL_LOGP);
     free(got), free(got32);
 }
 
@@ -115,9 +111,7 @@ static void test_conditionals(void **state) {
     pc_evaluator *r = pc_test_evaluator(circuit, PC_BACKEND_REF, ROWS, 0);
     pc_evaluator *e = pc_test_evaluator(circuit, PC_BACKEND_FUSE, ROWS, 0);
     assert_int_equal(pc_conditionals(r, x, missing, ROWS, V, C, ref, ref_lp), PC_OK);
-    check_conditionals(e, ref, ref_lp, 1e-9, "");
-    pc_gpu_query_force_f32_exp(e->query_state, 1);
-    check_conditionals(e, ref, ref_lp, TOL_F32_EXP_LOGP, " (FP32 exp)");
+    check_conditionals(e, ref, ref_lp);
     pc_evaluator_free(e);
     pc_evaluator_free(r);
     free(ref);
@@ -185,20 +179,17 @@ static void test_samples(void **state) {
     assert_int_equal(pc_sample(e, ROWS, V, seed, 7, got), PC_OK);
     assert_memory_equal(got, ref, sizeof got);
     assert_int_equal(pc_sample_conditional(r, x, missing, ROWS, V, seed, 7, ref), PC_OK);
-    for (int f32 = 0; f32 <= 1; f32++) {
-        pc_gpu_query_force_f32_exp(e->query_state, f32);
-        pc_test_poison_bytes(got, sizeof got);
-        assert_int_equal(pc_sample_conditional(e, x, missing, ROWS, V, seed, 7, got), PC_OK);
-        int differ = 0;
-        for (int i = 0; i < ROWS; i++) {
-            differ += memcmp(got + i * V, ref + i * V, V) != 0;
-            for (int v = 0; v < V; v++)
-                if (!missing[i * V + v]) assert_int_equal(got[i * V + v], x[i * V + v]);
-        }
-        print_message("  fuse%s: conditional samples differing from ref's: %d of %d rows\n",
-                      f32 ? " (FP32 exp)" : "", differ, ROWS);
-        assert_true(differ <= 2);
+    pc_test_poison_bytes(got, sizeof got);
+    assert_int_equal(pc_sample_conditional(e, x, missing, ROWS, V, seed, 7, got), PC_OK);
+    int differ = 0;
+    for (int i = 0; i < ROWS; i++) {
+        differ += memcmp(got + i * V, ref + i * V, V) != 0;
+        for (int v = 0; v < V; v++)
+            if (!missing[i * V + v]) assert_int_equal(got[i * V + v], x[i * V + v]);
     }
+    print_message("  fuse: conditional samples differing from ref's: %d of %d rows\n", differ,
+                  ROWS);
+    assert_true(differ <= 2);
     pc_evaluator_free(e);
     pc_evaluator_free(r);
 }

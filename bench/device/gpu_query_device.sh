@@ -2,7 +2,7 @@
 # The GPU queries on a GPU machine, in one call: builds their tests and benchmark, runs the
 # tests (test_cuda_query_plan, test_cuda_query, test_cuda_query_mnist, and test_query_api and
 # test_query_enum, which run GPU cases where there is a GPU) and
-# bench/harness/gpu_query_bench.c (its variants included), each under a timeout, and leaves in
+# bench/harness/gpu_query_bench.c, each under a timeout, and leaves in
 # $OUT two files: gpu_query.tar.gz (every log, the benchmark's JSON lines gpu_query_M.jsonl and
 # table.md, M the GPU's name from bench/machine.py) and summary.txt, which it also prints.
 #   usage: OUT=DIR bench/device/gpu_query_device.sh

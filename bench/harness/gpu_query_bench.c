@@ -10,14 +10,12 @@
  *    no copies). The conditionals' floors: cudaMemset of their float output on the device,
  *    copying it to pageable and to pinned host memory, and pc_conditionals_f32 into pinned
  *    memory.
- * 2. The variants of gpu_query.h on the device: the sum-product passes with exp and log to
- *    FP32's accuracy (and how far their conditionals and log p(e) move from the FP64 passes');
- *    samples per block swept (MPE, the
- *    conditionals, both samplers).
+ * 2. Samples per block swept on the device (gpu_query.h): MPE, the conditionals, both
+ *    samplers.
  * 3. Sampling `draws` (100,000) images from p(x) for the shipped model and for K = 64, 128
  *    (the Chow-Liu structure of MNIST with pc_learn_init_params, as gpu_circuit_bench makes
  *    them): images/s through pc_sample against pc_evaluate of the same images, and on the
- *    device per image; every query and the variants at batch 512 on the device for each K.
+ *    device per image; every query at batch 512 on the device for each K.
  * One JSON object per line in OUT.jsonl (written through a temporary file), a Markdown table
  * on stdout, progress on stderr. Built only with CUDA (bench/CMakeLists.txt). */
 #include <cuda_runtime.h>
@@ -194,53 +192,6 @@ static double api_pinned_conditionals(const bench *b, int reps) {
     return median(t, reps);
 }
 
-static void emit_variant(const char *model, int K, const char *pattern, int64_t n, enum query q,
-                         const char *variant, double dev, double fwd) {
-    fprintf(js, "{\"model\": \"%s\", \"K\": %d, \"missing\": \"%s\", \"batch\": %lld, "
-                "\"query\": \"%s\", \"variant\": \"%s\", \"device_ms\": %.4f, "
-                "\"likelihood_device_ms\": %.4f, \"device_vs_likelihood\": %.3f}\n",
-            model, K, pattern, (long long)n, names[q], variant, dev, fwd,
-            dev > 0 ? dev / fwd : -1.0);
-    printf("| variant | %s K=%d | %s | %lld | %s | %s | device %.4f ms | %.2fx the forward "
-           "pass |\n", model, K, pattern, (long long)n, names[q], variant, dev,
-           dev > 0 ? dev / fwd : -1.0);
-}
-
-/* The variant of gpu_query.h on b's rows: exp and log to FP32's accuracy (conditionals where
- * `conditionals`, conditional sampling). */
-static void time_variants(const bench *b, const char *model, int K, const char *pattern,
-                          int conditionals, double fwd) {
-    pc_gpu_query_force_f32_exp(b->e->query_state, 1);
-    if (conditionals)
-        emit_variant(model, K, pattern, b->n, Q_COND32, "f32_exp", device_ms(b, Q_COND32, 20),
-                     fwd);
-    emit_variant(model, K, pattern, b->n, Q_SAMPLE_COND, "f32_exp",
-                 device_ms(b, Q_SAMPLE_COND, 20), fwd);
-    pc_gpu_query_force_f32_exp(b->e->query_state, -1);
-}
-
-/* The largest |difference| of the FP32-exp variant's conditionals and log p(e) from the FP64
- * passes' on b's rows (b->probs64 holds room for them; f32 scratch for the second). */
-static void f32_exp_accuracy(const bench *b, const char *pattern) {
-    const size_t cells = (size_t)b->n * V * C;
-    double *other = malloc(cells * sizeof(double)), *lp = malloc((size_t)b->n * sizeof(double));
-    double worst = 0.0, worst_lp = 0.0;
-    if (!other || !lp) die("out of memory");
-    call(b, Q_COND64);
-    pc_gpu_query_force_f32_exp(b->e->query_state, 1);
-    if (pc_conditionals(b->e, b->x, b->missing, b->n, V, C, other, lp)) die("f32 exp");
-    pc_gpu_query_force_f32_exp(b->e->query_state, -1);
-    for (size_t i = 0; i < cells; i++) worst = fmax(worst, fabs(other[i] - b->probs64[i]));
-    for (int64_t i = 0; i < b->n; i++) worst_lp = fmax(worst_lp, fabs(lp[i] - b->logp[i]));
-    fprintf(js, "{\"model\": \"mnist.h5\", \"missing\": \"%s\", \"batch\": %lld, "
-                "\"query\": \"f32_exp_accuracy\", \"max_abs_conditionals\": %.3g, "
-                "\"max_abs_logp\": %.3g}\n",
-            pattern, (long long)b->n, worst, worst_lp);
-    printf("| accuracy | %s | %lld | FP32 exp against the FP64 passes: conditionals within %.2g, "
-           "log p(e) within %.2g |\n", pattern, (long long)b->n, worst, worst_lp);
-    free(other), free(lp);
-}
-
 /* Part 1 for one evidence pattern and batch. */
 static void time_batch(pc_evaluator *e, const uint8_t *x, const uint8_t *missing, int64_t n,
                        const char *pattern, int reps, float *probs32, double *probs64) {
@@ -270,9 +221,7 @@ static void time_batch(pc_evaluator *e, const uint8_t *x, const uint8_t *missing
                "to pageable host memory %.2f ms | to pinned %.2f ms | pc_conditionals_f32 into "
                "pinned memory %.2f ms |\n",
                (long long)n, n * V * C * 4 / 1e6, floors[0], floors[1], floors[2], pinned);
-        f32_exp_accuracy(&b, pattern);
     }
-    time_variants(&b, "mnist.h5", 16, pattern, small, fwd);
     for (int rows = 1; rows <= 16; rows *= 2) {
         pc_gpu_query_force_rows(e->query_state, rows);
         const double mpe = device_ms(&b, Q_MPE, 10);
@@ -328,14 +277,13 @@ static void time_sampling(const pc_circuit *c, const char *model, int64_t draws,
            "them %.1f ms (%.2fx) | device %.3f us/image vs forward %.3f us/image (%.2fx) |\n",
            model, c->num_latents, (long long)draws, s, draws / s * 1e3, l, s / l,
            1e3 * dev / (double)dn, 1e3 * fwd / (double)n, (dev / (double)dn) / (fwd / (double)n));
-    /* Every query at batch 512 on the device, and the variants. */
+    /* Every query at batch 512 on the device. */
     const bench b = {e, x, missing, 512, logp, NULL, NULL, rows};
     call(&b, Q_MPE);
     const double f512 = forward_ms(&b, 10);
     for (int q = Q_COND32; q <= Q_SAMPLE; q++)
         emit_query(model, c->num_latents, "left_half", 512, (enum query)q, -1, -1, -1,
                    device_ms(&b, (enum query)q, 10), f512);
-    time_variants(&b, model, c->num_latents, "left_half", 1, f512);
     pc_evaluator_free(e);
     free(rows), free(logp);
 }

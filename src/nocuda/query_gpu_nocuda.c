@@ -38,6 +38,3 @@ static void no_destroy(void *state) { (void)state; }
 const pc_query_ops pc_query_gpu_ops = {.create = NULL, .conditionals = no_conditionals,
                                        .mpe = no_mpe, .sample = no_sample,
                                        .destroy = no_destroy, .create_with = no_create};
-
-/* The benchmarks' and tests' switches (eval/cuda/query/gpu_query.h): nothing to switch. */
-void pc_gpu_query_force_f32_exp(void *state, int32_t f32_exp) { (void)state, (void)f32_exp; }

@@ -1,6 +1,5 @@
 /* The queries on the GPU (internal): conditionals, MPE and both samplers for every GPU backend
- * (fuse, int, gemm), in FP64 (the sum-product passes' exp and log optionally to FP32's
- * accuracy: f32_exp), over the evaluator's circuit as compiled.
+ * (fuse, int, gemm), in FP64, over the evaluator's circuit as compiled.
  *
  * Passes, per chunk of n samples (node values [n][G][K] doubles, absolute log values):
  *   gather     P_g(b, k) = sum_{v in vars(g)} in[v][x_bv or C][k], in the order of vars(g)
@@ -69,7 +68,6 @@ struct pc_gq_args {
     int32_t team;             /* lanes per (group, sample) item */
     int32_t z_shared;         /* the block's latent states [rows][G] in shared memory, after
                                  the teams' (else in z) */
-    int32_t f32_exp;          /* sum-product: exp and log to FP32's accuracy (the sums FP64) */
     int32_t half_c, half_k;   /* pc_gpu_query_half(C), pc_gpu_query_half(K) */
 };
 
@@ -92,9 +90,6 @@ pc_status pc_gq_launch_kernel(const void *kernel, const pc_gq_launch *l, const p
 
 /* The latent states go to shared memory while the block's shared memory stays within this. */
 #define PC_GQ_Z_SMEM_MAX (48 * 1024)
-
-/* Whether the sum-product passes take exp and log to FP32's accuracy by default. */
-#define PC_GQ_F32_EXP 0
 
 /* Each queues its kernels for the chunk described by a on stream `stream`. */
 pc_status pc_gq_launch_mpe(const pc_gq_launch *l, const pc_gq_args *a, cudaStream_t stream);

@@ -23,11 +23,6 @@ pc_status pc_gpu_query_time(void *state, const char *query, const uint8_t *x,
 /* Forces the samples per block of the query kernels (0: the state's own choice). */
 void pc_gpu_query_force_rows(void *state, int32_t rows);
 
-/* Sets whether the sum-product passes (conditionals, conditional sampling) take exp and log to
- * FP32's accuracy, their sums staying FP64 (1) or in FP64 (0; negative: the default,
- * PC_GQ_F32_EXP). */
-void pc_gpu_query_force_f32_exp(void *state, int32_t f32_exp);
-
 #ifdef __cplusplus
 }
 #endif

@@ -54,7 +54,6 @@ static pc_gq_args args_for(const pc_gq_state *s, const gq_call *call, int buf, i
     a.rows = pc_gpu_query_rows_for(m, s->launch.sms, s->forced_rows);
     a.team = s->launch.shape.team;
     a.z_shared = s->launch.shape.smem + (size_t)a.rows * a.G * sizeof(int32_t) <= PC_GQ_Z_SMEM_MAX;
-    a.f32_exp = s->f32_exp;
     a.half_c = pc_gpu_query_half(a.C), a.half_k = pc_gpu_query_half(a.K);
     return a;
 }
@@ -290,8 +289,4 @@ extern "C" pc_status pc_gpu_query_time(void *state, const char *query, const uin
 
 extern "C" void pc_gpu_query_force_rows(void *state, int32_t rows) {
     ((pc_gq_state *)state)->forced_rows = rows;
-}
-
-extern "C" void pc_gpu_query_force_f32_exp(void *state, int32_t f32_exp) {
-    ((pc_gq_state *)state)->f32_exp = f32_exp >= 0 ? f32_exp != 0 : PC_GQ_F32_EXP;
 }

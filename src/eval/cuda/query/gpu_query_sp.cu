@@ -1,5 +1,7 @@
-/* The sum-product passes on the GPU, in FP64 (exp and log in FP64, or with FP32's accuracy:
- * a.f32_exp, sp_exp): the upward pass, then either the posteriors
+/* The sum-product passes on the GPU, in FP64 (exp and log too: exp and log to FP32's accuracy,
+ * with the sums in FP64, were slower on an H200, the kernels being bound by their chains of
+ * dependent loads and barriers, not by FP64 arithmetic): the upward pass, then either the
+ * posteriors
  * (for the conditionals) or ancestral draws (conditional sampling), one kernel per chunk and
  * one block per `rows` samples (gpu_query_plan.h). Node values are absolute log values:
  *   upward    m = max_k P_g(k), e_k = e^{P_g(k) - m}
@@ -23,26 +25,7 @@ static __device__ double exact_lse(const double *logw, int stride, const double 
     return m + log(s);
 }
 
-/* e^x (x <= 0) and log y (y >= PC_GQ_SAFE) in FP64, or (F32) to FP32's accuracy at a fraction
- * of the cost: x log2 e split in FP64 into an integer n and f in [-1/2, 1/2], 2^f in FP32 and
- * scaled by 2^n in FP64 (about 1.5e-7 relative); y split into 2^e m, m in [1/2, 1), log2 m in
- * FP32 (about 1e-7 absolute). The sums around them stay FP64. */
-template <bool F32> static __device__ __forceinline__ double sp_exp(double x) {
-    if (!F32) return exp(x);
-    if (!(x > -745.0)) return 0.0; /* -inf, or below FP64's range */
-    const double t = x * 1.4426950408889634, n = rint(t);
-    return ldexp((double)exp2f((float)(t - n)), (int)n);
-}
-
-template <bool F32> static __device__ __forceinline__ double sp_log(double y) {
-    if (!F32) return log(y);
-    int e;
-    const double m = frexp(y, &e);
-    return ((double)e + (double)log2f((float)m)) * 0.6931471805599453;
-}
-
 /* One upward item: P_g, then msg_g or (the root) log p. sh = P_g(b, .), e = its exp. */
-template <bool F32>
 static __device__ void sp_up_item(const pc_gq_args &a, const gq_team &t, int g, int64_t b,
                                   double *sh) {
     const int K = a.K;
@@ -51,7 +34,7 @@ static __device__ void sp_up_item(const pc_gq_args &a, const gq_team &t, int g, 
     double m = -INFINITY;
     for (int k = t.lane; k < K; k += t.size) m = fmax(m, sh[k]);
     m = gq_team_max(t, m);
-    for (int k = t.lane; k < K; k += t.size) e[k] = m == -INFINITY ? 0.0 : sp_exp<F32>(sh[k] - m);
+    for (int k = t.lane; k < K; k += t.size) e[k] = m == -INFINITY ? 0.0 : exp(sh[k] - m);
     __syncwarp(t.mask);
     const pc_gpu_query_group gr = a.groups[g];
     if (gr.parent < 0) {
@@ -60,7 +43,7 @@ static __device__ void sp_up_item(const pc_gq_args &a, const gq_team &t, int g, 
         acc = gq_team_sum(t, acc);
         if (t.lane == 0)
             a.logp[b] = m == -INFINITY ? -INFINITY
-                        : acc >= PC_GQ_SAFE ? m + sp_log<F32>(acc)
+                        : acc >= PC_GQ_SAFE ? m + log(acc)
                                             : exact_lse(a.root_logw, 1, sh, K);
     } else {
         const double *wt = a.wexp_t + (size_t)gr.trans * K * K;
@@ -71,7 +54,7 @@ static __device__ void sp_up_item(const pc_gq_args &a, const gq_team &t, int g, 
 #pragma unroll 8
             for (int k = 0; k < K; k++) acc = fma(wt[(size_t)k * K + j], e[k], acc);
             msg[j] = m == -INFINITY ? -INFINITY
-                     : acc >= PC_GQ_SAFE ? m + sp_log<F32>(acc)
+                     : acc >= PC_GQ_SAFE ? m + log(acc)
                                          : exact_lse(lw + (size_t)j * K, 1, sh, K);
         }
     }
@@ -79,26 +62,23 @@ static __device__ void sp_up_item(const pc_gq_args &a, const gq_team &t, int g, 
 }
 
 /* Gather and the upward pass of the block's samples; ends with a barrier. */
-template <bool F32>
 static __device__ void sp_upward(const pc_gq_args &a, const gq_block &k, bool count_missing) {
     gq_gather(a, k, count_missing);
     __syncthreads();
-    gq_for_layers(a, k, false, [&](int g, int64_t b) { sp_up_item<F32>(a, k.t, g, b, k.sh); });
+    gq_for_layers(a, k, false, [&](int g, int64_t b) { sp_up_item(a, k.t, g, b, k.sh); });
 }
 
 /* post = e^{lpost} (at most 1) normalised by its sum, over P_g (lpost is over msg_g). */
-template <bool F32>
 static __device__ void sp_normalise(const pc_gq_args &a, const gq_team &t, int g, int64_t b) {
     const double *lpost = a.M + gq_node(a, b, g);
     double *post = a.P + gq_node(a, b, g);
     double total = 0.0;
-    for (int k = t.lane; k < a.K; k += t.size) total += post[k] = sp_exp<F32>(fmin(lpost[k], 0.0));
+    for (int k = t.lane; k < a.K; k += t.size) total += post[k] = exp(fmin(lpost[k], 0.0));
     const double scale = 1.0 / gq_team_sum(t, total);
     for (int k = t.lane; k < a.K; k += t.size) post[k] *= scale;
 }
 
 /* One posterior item (g, b) of a sample with log p > -inf; sh and lam are the team's. */
-template <bool F32>
 static __device__ void sp_post_item(const pc_gq_args &a, const gq_team &t, int g, int64_t b,
                                     double *sh) {
     const pc_gpu_query_group gr = a.groups[g];
@@ -108,7 +88,7 @@ static __device__ void sp_post_item(const pc_gq_args &a, const gq_team &t, int g
     if (gr.parent < 0) {
         for (int k = t.lane; k < K; k += t.size) own[k] = a.root_logw[k] + P[k] - a.logp[b];
         __syncwarp(t.mask);
-        sp_normalise<F32>(a, t, g, b);
+        sp_normalise(a, t, g, b);
         return;
     }
     const double *lp = a.M + gq_node(a, b, gr.parent);
@@ -120,7 +100,7 @@ static __device__ void sp_post_item(const pc_gq_args &a, const gq_team &t, int g
         mx = fmax(mx, lam[j]);
     }
     mx = gq_team_max(t, mx);
-    for (int j = t.lane; j < K; j += t.size) sh[j] = sp_exp<F32>(lam[j] - mx);
+    for (int j = t.lane; j < K; j += t.size) sh[j] = exp(lam[j] - mx);
     __syncwarp(t.mask); /* every lane has read own before any writes over it */
     const double *w = a.wexp + (size_t)gr.trans * K * K, *lw = a.logw + (size_t)gr.trans * K * K;
     for (int k = t.lane; k < K; k += t.size) {
@@ -128,19 +108,19 @@ static __device__ void sp_post_item(const pc_gq_args &a, const gq_team &t, int g
 #pragma unroll 8
         for (int j = 0; j < K; j++) acc = fma(w[(size_t)j * K + k], sh[j], acc);
         const double tail =
-            acc >= PC_GQ_SAFE ? mx + sp_log<F32>(acc) : exact_lse(lw + k, K, lam, K);
+            acc >= PC_GQ_SAFE ? mx + log(acc) : exact_lse(lw + k, K, lam, K);
         own[k] = (k == t.lane ? p0 : P[k]) + tail; /* -inf for a state of probability 0 */
     }
     __syncwarp(t.mask);
-    sp_normalise<F32>(a, t, g, b);
+    sp_normalise(a, t, g, b);
     __syncwarp(t.mask);
 }
 
-template <bool F32> static __global__ void PC_GQ_TREE_BOUNDS posterior_kernel(const pc_gq_args a) {
+static __global__ void PC_GQ_TREE_BOUNDS posterior_kernel(const pc_gq_args a) {
     const gq_block k = gq_block_of(a, true);
-    sp_upward<F32>(a, k, false);
+    sp_upward(a, k, false);
     gq_for_layers(a, k, true, [&](int g, int64_t b) {
-        if (a.logp[b] > -INFINITY) sp_post_item<F32>(a, k.t, g, b, k.sh);
+        if (a.logp[b] > -INFINITY) sp_post_item(a, k.t, g, b, k.sh);
     });
 }
 
@@ -165,7 +145,6 @@ static __device__ void draw_numbers(const pc_gq_args &a, int64_t b0, int nb) {
 }
 
 /* One draw item: Z_g of sample b into the block's states zb (that sample's row). */
-template <bool F32>
 static __device__ void sp_draw_item(const pc_gq_args &a, const gq_team &t, int g, int64_t b,
                                     double *sh, int32_t *zb) {
     const pc_gpu_query_group gr = a.groups[g];
@@ -176,7 +155,7 @@ static __device__ void sp_draw_item(const pc_gq_args &a, const gq_team &t, int g
     double mx = -INFINITY;
     for (int k = t.lane; k < K; k += t.size) mx = fmax(mx, sh[k] = row[k] + P[k]);
     mx = gq_team_max(t, mx);
-    for (int k = t.lane; k < K; k += t.size) sh[k] = sp_exp<F32>(sh[k] - mx);
+    for (int k = t.lane; k < K; k += t.size) sh[k] = exp(sh[k] - mx);
     __syncwarp(t.mask);
     if (t.lane == 0) { /* the cumulative sums in the CPU's order */
         const uint64_t stream = pc_gq_stream(a.seed, a.first + a.row0 + b);
@@ -188,13 +167,13 @@ static __device__ void sp_draw_item(const pc_gq_args &a, const gq_team &t, int g
     __syncwarp(t.mask);
 }
 
-template <bool F32> static __global__ void PC_GQ_TREE_BOUNDS sample_kernel(const pc_gq_args a) {
+static __global__ void PC_GQ_TREE_BOUNDS sample_kernel(const pc_gq_args a) {
     const gq_block k = gq_block_of(a, true);
-    sp_upward<F32>(a, k, true);
+    sp_upward(a, k, true);
     draw_numbers(a, k.b0, k.nb);
     gq_for_layers(a, k, true, [&](int g, int64_t b) {
         if (a.logp[b] > -INFINITY)
-            sp_draw_item<F32>(a, k.t, g, b, k.sh, k.z + (b - k.b0) * a.G);
+            sp_draw_item(a, k.t, g, b, k.sh, k.z + (b - k.b0) * a.G);
         else if (k.t.lane == 0 && a.groups[g].parent < 0)
             atomicMin(a.bad, (unsigned long long)(a.row0 + b));
     });
@@ -203,14 +182,10 @@ template <bool F32> static __global__ void PC_GQ_TREE_BOUNDS sample_kernel(const
 
 pc_status pc_gq_launch_posteriors(const pc_gq_launch *l, const pc_gq_args *a,
                                   cudaStream_t stream) {
-    const void *kernel = a->f32_exp ? (const void *)posterior_kernel<true>
-                                    : (const void *)posterior_kernel<false>;
-    return pc_gq_launch_kernel(kernel, l, a, 1, stream);
+    return pc_gq_launch_kernel((const void *)posterior_kernel, l, a, 1, stream);
 }
 
 pc_status pc_gq_launch_sample_conditional(const pc_gq_launch *l, const pc_gq_args *a,
                                           cudaStream_t stream) {
-    const void *kernel = a->f32_exp ? (const void *)sample_kernel<true>
-                                    : (const void *)sample_kernel<false>;
-    return pc_gq_launch_kernel(kernel, l, a, 1, stream);
+    return pc_gq_launch_kernel((const void *)sample_kernel, l, a, 1, stream);
 }

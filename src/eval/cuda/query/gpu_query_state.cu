@@ -269,7 +269,6 @@ pc_status pc_gq_create(const void *backend_state, const pc_circuit *c, const pc_
     pc_gq_state *s = (pc_gq_state *)calloc(1, sizeof *s);
     if (!s) return pc_fail(PC_ERR_NOMEM, "GPU queries: out of host memory");
     s->c = c, s->device = g->dev.id, s->launch.sms = g->dev.sms;
-    s->f32_exp = PC_GQ_F32_EXP;
     int prev = 0;
     pc_status st = pc_gq_enter(s, &prev);
     if (st != PC_OK) {

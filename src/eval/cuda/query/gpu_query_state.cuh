@@ -33,7 +33,6 @@ struct pc_gq_state {
     int32_t *layer_start, *vars, *children, *var_group, *var_draw;
     int32_t *range_start; /* [ranges + 1] the gather's ranges */
     int32_t ranges;
-    int32_t f32_exp;      /* the sum-product passes' f32_exp (gpu_query.cuh) */
     /* Parameters: each set uploaded on first need (the ops below), then read-only. */
     double *logw, *root_logw;               /* [T][K][K], [K] */
     double *mpe_in, *mpe_logw_t;            /* MPE */
