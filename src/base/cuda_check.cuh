@@ -53,4 +53,8 @@ static inline pc_status pc_cuda_status(cudaError_t err) {
 
 #define PC_CUDA_CHECK(call) PC_CHECK_GEN(call, cudaSuccess, pc_cuda_status, cudaGetErrorString)
 
+/* cudaMalloc of `bytes` into *ptr (NULL for 0 bytes, and on failure), whose failure says
+ * "<who>: <MiB> MiB of GPU memory for <what>: <CUDA's error>" (base/cuda_util.cu). */
+pc_status pc_cuda_alloc_for(void **ptr, size_t bytes, const char *who, const char *what);
+
 #endif

@@ -1,5 +1,6 @@
 /* pc/cuda.h: device memory, synchronisation, a description of the GPU and event timers, for C
- * tools, tests and ctypes benchmarks that do not include CUDA headers. */
+ * tools, tests and ctypes benchmarks that do not include CUDA headers; and the engine's named
+ * device allocation (pc_cuda_alloc_for, base/cuda_check.cuh). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -47,6 +48,20 @@ extern "C" pc_status pc_cuda_malloc(void **d_ptr, size_t bytes) {
     PC_CUDA_CHECK(cudaMalloc(d_ptr, bytes));
 fail:
     return st;
+}
+
+pc_status pc_cuda_alloc_for(void **ptr, size_t bytes, const char *who, const char *what) {
+    pc_status st = PC_OK;
+    *ptr = NULL;
+    if (bytes == 0) return PC_OK;
+    PC_CUDA_CHECK(cudaMalloc(ptr, bytes));
+    return PC_OK;
+fail:
+    *ptr = NULL;
+    char why[256];
+    snprintf(why, sizeof why, "%s", pc_last_error());
+    return pc_fail(st, "%s: %.1f MiB of GPU memory for %s: %s", who, bytes / 1048576.0, what,
+                   why);
 }
 
 extern "C" void pc_cuda_free(void *d_ptr) {

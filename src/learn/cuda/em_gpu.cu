@@ -16,19 +16,7 @@
 #define PC_EM_GPU_MAX_K 1024
 
 pc_status pc_em_gpu_alloc(void **ptr, size_t bytes, const char *what) {
-    pc_status st = PC_OK;
-    *ptr = NULL;
-    if (bytes == 0) return PC_OK;
-    PC_CUDA_CHECK(cudaMalloc(ptr, bytes));
-    return PC_OK;
-fail:
-    *ptr = NULL;
-    {
-        char why[256];
-        snprintf(why, sizeof why, "%s", pc_last_error());
-        return pc_fail(st, "GPU EM: %.1f MiB of GPU memory for %s: %s", bytes / 1048576.0, what,
-                       why);
-    }
+    return pc_cuda_alloc_for(ptr, bytes, "GPU EM", what);
 }
 
 pc_status pc_em_gpu_enter(const pc_em_gpu *g, int *prev) {

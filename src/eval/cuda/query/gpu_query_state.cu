@@ -14,19 +14,7 @@
 
 /* Device allocation; PC_ERR_DEVICE_MEMORY naming `what`. */
 static pc_status device_alloc(void **ptr, size_t bytes, const char *what) {
-    pc_status st = PC_OK;
-    *ptr = NULL;
-    if (bytes == 0) return PC_OK;
-    PC_CUDA_CHECK(cudaMalloc(ptr, bytes));
-    return PC_OK;
-fail:
-    *ptr = NULL;
-    {
-        char why[256];
-        snprintf(why, sizeof why, "%s", pc_last_error());
-        return pc_fail(st, "GPU queries: %.1f MiB of GPU memory for %s: %s", bytes / 1048576.0,
-                       what, why);
-    }
+    return pc_cuda_alloc_for(ptr, bytes, "GPU queries", what);
 }
 
 /* Allocates `bytes` at *dst and copies src there. What *dst held is freed first: a set whose
