@@ -345,6 +345,12 @@ static void test_rows_skip(void **state) {
             if (n) assert_memory_equal(got, rows + skip * W, (size_t)(n * W));
             pc_tool_rows_close(r);
         }
+    for (int i = 0; i < 3; i++) { /* a negative count is refused by every reader */
+        pc_tool_rows *r = NULL;
+        assert_int_equal(pc_tool_rows_open(path_of(names[i]), &r), PC_OK);
+        assert_int_equal(pc_tool_rows_skip(r, -1), PC_ERR_ARG);
+        pc_tool_rows_close(r);
+    }
     pc_tool_rows *r = NULL;
     assert_int_equal(pc_tool_rows_open(path_of("cut.idx.gz"), &r), PC_OK);
     assert_int_equal(pc_tool_rows_skip(r, 3), PC_OK);

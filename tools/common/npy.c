@@ -301,6 +301,8 @@ pc_status pc_tool_npy_read(pc_tool_npy_reader *r, uint8_t *values, int64_t max_r
 }
 
 pc_status pc_tool_npy_skip(pc_tool_npy_reader *r, int64_t rows) {
+    if (rows < 0) return pc_tool_fail(PC_ERR_ARG, "%s: cannot skip %lld rows", r->path,
+                                      (long long)rows);
     const int64_t skip = r->count - r->row < rows ? r->count - r->row : rows;
     struct stat sb;
     if (skip <= 0) return PC_OK;

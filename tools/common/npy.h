@@ -49,8 +49,8 @@ int32_t pc_tool_npy_width(const pc_tool_npy_reader *r);
  * end. A file that ends early fails, naming the row. */
 pc_status pc_tool_npy_read(pc_tool_npy_reader *r, uint8_t *values, int64_t max_rows,
                            int64_t *rows_read);
-/* Moves past the next min(rows, rows left) rows: a seek in a regular file (its length checked
- * at open), else the rows read and dropped. */
+/* Moves past the next min(rows, rows left) rows (rows >= 0, as pc_data_reader_skip): a seek in
+ * a regular file (its length checked at open), else the rows read and dropped. */
 pc_status pc_tool_npy_skip(pc_tool_npy_reader *r, int64_t rows);
 /* NULL does nothing. */
 void pc_tool_npy_close(pc_tool_npy_reader *r);
