@@ -18,8 +18,7 @@
 #include "enumerate.h"
 #include "eval/evaluator.h"
 #include "hclt_random.h"
-#include "mnist_find.h"
-#include "pc/data.h"
+#include "mnist_rows.h"
 #include "pc/query.h"
 #include "testutil.h"
 
@@ -39,19 +38,7 @@ static uint8_t x[ROWS * V], missing[ROWS * V];
  * everything missing, 31 nothing. */
 static int setup(void **state) {
     (void)state;
-    char path[4096], mnist[4096];
-    const char *src = getenv("PC_SOURCE_DIR");
-    pc_data *test = NULL;
-    snprintf(path, sizeof path, "%s/models/mnist.h5", src ? src : ".");
-    if (pc_hclt_load(path, &model) != PC_OK ||
-        pc_tool_find_mnist(NULL, "t10k-images-idx3-ubyte.gz", mnist, sizeof mnist) != PC_OK ||
-        pc_data_load_idx(mnist, &test) != PC_OK || test->width != V || test->count < ROWS) {
-        print_message("  skipped: %s\n", pc_last_error());
-        pc_data_free(test);
-        return 0;
-    }
-    memcpy(x, test->values, sizeof x);
-    pc_data_free(test);
+    if (pc_test_mnist_rows(ROWS, &model, x) != 0) return 0;
     for (int r = 0; r < ROWS; r++)
         for (int i = 0; i < V; i++)
             missing[r * V + i] = r < 10   ? i % SIDE < SIDE / 2

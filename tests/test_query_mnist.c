@@ -15,8 +15,7 @@
 
 #include "enumerate.h"
 #include "hclt_random.h"
-#include "mnist_find.h"
-#include "pc/data.h"
+#include "mnist_rows.h"
 #include "pc/query.h"
 #include "testutil.h"
 
@@ -34,8 +33,7 @@ static uint8_t x[ROWS * V], missing[ROWS * V];
 
 /* Evidence: rows 0-7 the left half missing, 8-15 the top half, 16-21 random masks (10% to
  * 60% missing), 22 everything missing, 23 nothing. */
-static void make_evidence(const pc_data *test) {
-    memcpy(x, test->values, sizeof x);
+static void make_evidence(void) {
     for (int r = 0; r < ROWS; r++)
         for (int i = 0; i < V; i++) {
             const int row = i / SIDE, col = i % SIDE;
@@ -47,23 +45,9 @@ static void make_evidence(const pc_data *test) {
 
 static int setup(void **state) {
     (void)state;
-    char path[4096], mnist[4096];
-    const char *src = getenv("PC_SOURCE_DIR");
-    snprintf(path, sizeof path, "%s/models/mnist.h5", src ? src : ".");
-    if (pc_hclt_load(path, &model) != PC_OK ||
-        pc_tool_find_mnist(NULL, "t10k-images-idx3-ubyte.gz", mnist, sizeof mnist) != PC_OK) {
-        print_message("  skipped: %s\n", pc_last_error());
-        return 0;
-    }
-    pc_data *test = NULL;
-    if (pc_data_load_idx(mnist, &test) != PC_OK || test->width != V || test->count < ROWS) {
-        print_message("  skipped: %s is not the MNIST test set\n", mnist);
-        pc_data_free(test);
-        return 0;
-    }
+    if (pc_test_mnist_rows(ROWS, &model, x) != 0) return 0;
     circuit = pc_test_compile(model);
-    make_evidence(test);
-    pc_data_free(test);
+    make_evidence();
     return 0;
 }
 
