@@ -3,6 +3,7 @@
 # a fixed time over its corpus; fuzz/README.md explains the targets and how to read a finding.
 #
 #   fuzz/run.sh [--time SECONDS] [--build DIR] [--jobs N] TARGET...
+#   fuzz/run.sh --attribute REPORT EXECUTABLE_NAME
 #
 # TARGET: fuzz_idx, fuzz_hclt, fuzz_hclt_answer, or all. --time: per target (default 30);
 # --build: the fuzz build folder (default build-fuzz), which also keeps the corpus grown by
@@ -11,8 +12,46 @@
 #
 # Exit 0 when no finding is ours, 1 when one is (its input is kept and its report printed),
 # 2 for a usage error, 77 when clang with libFuzzer is not available (ctest: skipped).
+# --attribute prints whose a saved report of a fuzz_hclt finding is (libhdf5 or ours) by the
+# rule the triage uses, without fuzzing; the ctest fuzz_attribution runs it on fuzz/reports/.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
+
+# The first frame of a sanitizer or libFuzzer report that is neither the sanitizers, libFuzzer,
+# the allocator nor libc: where the fault is. A frame inside the fuzz executable that has no
+# source line is the sanitizer runtime too: an interceptor such as strdup or memcpy, reported
+# under the libc name it replaces (pcinfer's own code is built with line tables, so its frames
+# always name a file and line).
+runtime='__asan|__lsan|__ubsan|__sanitizer|__interceptor|fuzzer::|LLVMFuzzer'
+allocator='malloc|calloc|realloc|free|posix_memalign|aligned_alloc|operator'
+libc='__libc|__GI_|raise|abort|_start|main'
+first_frame() {
+  local report=$1 exe_name=$2
+  grep -E '^ *#[0-9]+ 0x[0-9a-f]+ ' "$report" |
+    grep -vE " in ($runtime|$allocator|$libc)" |
+    grep -vE "\\(([^ )]*/)?$exe_name\\+0x[0-9a-f]+\\)" |
+    grep -vE '\((/[^ )]*/)?(libc|libm|libpthread|ld-linux[^ )]*)\.so[^ )]*\)|sysdeps/|csu/' |
+    head -1 || true
+}
+
+# Whose a report of a fuzz_hclt finding is: 0 for libhdf5's (its first frame is in libhdf5),
+# 1 for ours (that frame is elsewhere, or UBSan names one of our sources).
+attribute() {
+  local report=$1 exe_name=$2 frame
+  if grep -qE '(src|fuzz)/[^ ]*:[0-9]+:[0-9]+: runtime error' "$report"; then return 1; fi
+  frame=$(first_frame "$report" "$exe_name")
+  case $frame in
+    *libhdf5*) return 0 ;;
+    *) return 1 ;;
+  esac
+}
+
+if [ "${1:-}" = --attribute ]; then
+  [ $# -eq 3 ] || { echo "usage: fuzz/run.sh --attribute REPORT EXECUTABLE_NAME" >&2; exit 2; }
+  if attribute "$2" "$3"; then echo libhdf5; else echo ours; fi
+  exit 0
+fi
+
 seconds=30 build=build-fuzz jobs=1
 targets=()
 while [ $# -gt 0 ]; do
@@ -87,18 +126,6 @@ seed_corpus() {
   fi
 }
 
-# The first frame of a sanitizer or libFuzzer report that is neither the sanitizers, libFuzzer,
-# the allocator nor libc: where the fault is.
-runtime='__asan|__lsan|__ubsan|__sanitizer|__interceptor|fuzzer::|LLVMFuzzer'
-allocator='malloc|calloc|realloc|free|posix_memalign|aligned_alloc|operator'
-libc='__libc|__GI_|raise|abort|_start|main'
-first_frame() {
-  grep -E '^ *#[0-9]+ 0x[0-9a-f]+ ' "$1" |
-    grep -vE " in ($runtime|$allocator|$libc)" |
-    grep -vE '\((/[^ )]*/)?(libc|libm|libpthread|ld-linux[^ )]*)\.so[^ )]*\)|sysdeps/|csu/' |
-    head -1 || true
-}
-
 # Replays a finding of fuzz_hclt alone; returns 0 when it is libhdf5's (its first frame is in
 # libhdf5, or it does not happen again alone: libhdf5's state after earlier inputs), 1 when it
 # is ours. pcinfer parses model files in a separate process because of the first kind. The
@@ -109,17 +136,12 @@ first_frame() {
 # 2.4 GB of RSS, then a malloc of 22 GB in H5T__conv_vlen under H5Aread, for a
 # variable-length string attribute with a garbage length.
 triage() {
-  local exe=$1 input=$2 report=$3 frame
+  local exe=$1 input=$2 report=$3
   if timeout 60 "$exe" -runs=1 -timeout=3 -rss_limit_mb=4096 -malloc_limit_mb=2048 "$input" \
       >"$report" 2>&1; then
     return 0
   fi
-  if grep -qE '(src|fuzz)/[^ ]*:[0-9]+:[0-9]+: runtime error' "$report"; then return 1; fi
-  frame=$(first_frame "$report")
-  case $frame in
-    *libhdf5*) return 0 ;;
-    *) return 1 ;;
-  esac
+  attribute "$report" "$(basename "$exe")"
 }
 
 status=0
