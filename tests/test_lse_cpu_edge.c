@@ -99,6 +99,82 @@ static void test_nan_anywhere(void **state) {
     }
 }
 
+/* A float NaN with the given sign and payload (1 <= payload < 2^23; bit 22 set is quiet). */
+static float nan_with_payload(uint32_t sign, uint32_t payload) {
+    uint32_t bits = sign << 31 | 0x7f800000u | payload;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* NaNs whose payload bits are not the default's: the SIMD exp2 paths build 2^k in the exponent
+ * bits, and a NaN's low payload bits reach those bits; the result must stay NaN in the row
+ * kernels (fuse, int, ref on f32), the weighted form (a NaN in x or in w) and the backward. */
+static void test_nan_payloads(void **state) {
+    (void)state;
+    pc_isa isas[3];
+    int count = pc_lsetest_isas(isas);
+    const pc_lse_kernel kernels[] = {PC_LSE_REF, PC_LSE_FUSE, PC_LSE_INT};
+    for (int l = 0; l < N_LENGTHS; l++) {
+        int64_t n = edge_lengths[l];
+        double *v = fill_finite(n);
+        float *x = pc_test_alloc((size_t)n * sizeof(float));
+        float *grad = pc_test_alloc((size_t)n * sizeof(float));
+        for (int trial = 0; trial < 8; trial++) {
+            /* Low payload bits set always (trial 0: all of them; then random ones), quiet or
+             * signalling, either sign. */
+            uint32_t payload = trial == 0 ? 0x7fffffu
+                                          : (uint32_t)pc_rng_int(pc_test_rng(), 1, 1 << 23) | 1u;
+            float bad = nan_with_payload((uint32_t)(trial & 1), payload);
+            int64_t at = pc_rng_int(pc_test_rng(), 0, n - 1);
+            for (int64_t i = 0; i < n; i++)
+                x[i] = i == at ? bad : (float)v[i];
+            for (int i = 0; i < count; i++) {
+                pc_lse_cpu_opts opts = {1, isas[i]};
+                for (int k = 0; k < 3; k++) {
+                    float got = 12345.0f;
+                    assert_int_equal(pc_lse_rows(kernels[k], PC_F32, x, 1, n, n, &got, &opts),
+                                     PC_OK);
+                    if (!isnan(got))
+                        fail_msg("%s %s n=%lld payload %#x at %lld: got %g, want NaN",
+                                 pc_lse_kernel_name(kernels[k]), pc_isa_name(isas[i]),
+                                 (long long)n, payload, (long long)at, got);
+                }
+                /* Weighted: one output over the row, the NaN in x, then in w. */
+                for (int in_w = 0; in_w < 2; in_w++) {
+                    for (int k = 1; k < 3; k++) {
+                        float got = 12345.0f;
+                        const float *w = in_w ? x : grad, *xx = in_w ? grad : x;
+                        for (int64_t j = 0; j < n; j++)
+                            grad[j] = -1.0f;
+                        assert_int_equal(pc_lse_weighted(kernels[k], w, xx, 1, 1, n, n, &got,
+                                                         &opts),
+                                         PC_OK);
+                        if (!isnan(got))
+                            fail_msg("weighted %s %s n=%lld NaN in %s: got %g",
+                                     pc_lse_kernel_name(kernels[k]), pc_isa_name(isas[i]),
+                                     (long long)n, in_w ? "w" : "x", got);
+                    }
+                }
+                /* Backward with a finite lse: the NaN's own gradient is NaN, the others are
+                 * numbers. */
+                float lse = 0.0f;
+                for (int64_t j = 0; j < n; j++)
+                    grad[j] = 12345.0f;
+                assert_int_equal(pc_lse_backward(x, &lse, 1, n, n, grad, n, &opts), PC_OK);
+                for (int64_t j = 0; j < n; j++)
+                    if (isnan(grad[j]) != (j == at))
+                        fail_msg("backward %s n=%lld payload %#x: grad[%lld] = %g (NaN at %lld)",
+                                 pc_isa_name(isas[i]), (long long)n, payload, (long long)j,
+                                 grad[j], (long long)at);
+            }
+        }
+        free(grad);
+        free(x);
+        free(v);
+    }
+}
+
 static void test_pos_inf(void **state) {
     (void)state;
     for (int l = 0; l < N_LENGTHS; l++) {
@@ -463,6 +539,7 @@ int main(void) {
         cmocka_unit_test(test_empty_row),
         cmocka_unit_test(test_all_neg_inf),
         cmocka_unit_test(test_nan_anywhere),
+        cmocka_unit_test(test_nan_payloads),
         cmocka_unit_test(test_pos_inf),
         cmocka_unit_test(test_neg_inf_contributes_nothing),
         cmocka_unit_test(test_huge_finite),

@@ -5,11 +5,14 @@
  * AVX2 masks are vectors (maskload/maskstore on 32-bit lanes), so a lane mask comes from a
  * window of a constant table.
  *
- * exp2: t clamped below at -126, k = round(t), f = t - k, degree-5 polynomial, then k is added
- * to the exponent bits. Values under 2^-126 come out as tiny positive numbers instead of 0:
- * harmless in a sum whose largest term is 1, so the forward pass uses it as is. NaN passes
- * through: max returns its second operand (t) when one is NaN, and NaN converts to INT32_MIN,
- * whose shifted exponent bits are 0. */
+ * exp2: t clamped below at -126, k = round(t), f = t - k, a degree-5 polynomial p(f), times
+ * 2^k. The rounding adds and subtracts 1.5 * 2^23 (ties to even, as VROUNDPS would, so k and f
+ * are the same): r = t + 1.5 * 2^23 holds k in its low mantissa bits, so bits(r) << 23 is k's
+ * exponent field with no conversion. Two float adds, an integer add and a product in place of
+ * VROUNDPS (2 uops), VCVTPS2DQ and an integer add to p's bits: the adds need not run on the two
+ * ports that also run every FMA. Values under 2^-126 come out as 2^-126 instead of 0: harmless
+ * in a sum whose largest term is 1, so the forward pass uses it as is. NaN passes through: max
+ * returns its second operand (t) when one is NaN, and the product keeps p's NaN. */
 #ifndef PC_LSE_VEC_AVX2_H
 #define PC_LSE_VEC_AVX2_H
 
@@ -143,17 +146,23 @@ static inline vf vf_from_bf16(vh h) {
 }
 
 static inline vf vf_exp2(vf t) {
+    const __m256 magic = _mm256_set1_ps(12582912.0f); /* 1.5 * 2^23 */
     t = _mm256_max_ps(_mm256_set1_ps(-126.0f), t);
-    __m256 k = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 f = _mm256_sub_ps(t, k);
+    __m256 r = _mm256_add_ps(t, magic);
+    __m256 f = _mm256_sub_ps(t, _mm256_sub_ps(r, magic));
     __m256 p = _mm256_set1_ps(PC_EXP2_C5);
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(PC_EXP2_C4));
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(PC_EXP2_C3));
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(PC_EXP2_C2));
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(PC_EXP2_C1));
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
-    __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(k), 23);
-    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), e));
+    /* bits(r) = bits(1.5 * 2^23) + k: the shift drops the constant's bits (all at 22 and up),
+     * leaving k's exponent field; adding 1.0's bits makes it the float 2^k (k >= -126). A
+     * product, not an integer add to p's bits: a NaN input's payload bits reach the shifted
+     * field, and added to a NaN p they could make it a number. */
+    __m256i e = _mm256_slli_epi32(_mm256_castps_si256(r), 23);
+    __m256 scale = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_set1_epi32(0x3f800000)));
+    return _mm256_mul_ps(p, scale);
 }
 
 #include "lse/lse_vec.h"
