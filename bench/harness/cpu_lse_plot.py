@@ -21,8 +21,10 @@ STYLE = {
     "scipy": ("tab:brown", "v", "--"),
     "torch": ("tab:red", "^", "--"),
     "fuse-avx512": ("tab:blue", "o", "-"),
+    "fuse-avx2": ("tab:purple", "o", "-."),
     "fuse-scalar": ("tab:cyan", "o", ":"),
     "int-avx512": ("tab:green", "D", "-"),
+    "int-avx2": ("tab:pink", "D", "-."),
     "int-scalar": ("tab:olive", "D", ":"),
 }
 
@@ -30,13 +32,13 @@ STYLE = {
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json")
-    ap.add_argument("--floor", type=float, help="single-thread read floor, ns per float")
+    ap.add_argument("--floor", type=float, help="single-thread DRAM read floor, ns per float")
     ap.add_argument("-o", "--out")
     a = ap.parse_args()
     with open(a.json) as f:
         d = json.load(f)
     out = a.out or os.path.splitext(a.json)[0] + ".png"
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(10, 5))
     for method, (color, marker, line) in STYLE.items():
         pts = sorted(
             (r["cols"] * r["rows"], r["ns_per_elem"], f"{r['rows']}x{r['cols']}")
@@ -49,7 +51,7 @@ def main():
             [p[0] for p in pts], [p[1] for p in pts], line, color=color, marker=marker, label=method
         )
     if a.floor:
-        ax.axhline(a.floor, color="black", lw=0.8, ls="-.", label=f"read floor ({a.floor} ns)")
+        ax.axhline(a.floor, color="black", lw=0.8, ls="-.", label=f"DRAM read floor ({a.floor} ns)")
     shapes = sorted({(r["cols"] * r["rows"], f"{r['rows']}x{r['cols']}") for r in d["results"]})
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -59,7 +61,7 @@ def main():
     cpu = d["meta"]["cpu"]["model"]
     ax.set_title(f"Row-wise log-sum-exp on {cpu}, {d['meta']['date']}")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, ncol=2)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     tmp = out + ".tmp"
     fig.savefig(tmp, format="png", dpi=120)
