@@ -17,11 +17,13 @@
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 
-# The first frame of a sanitizer or libFuzzer report that is neither the sanitizers, libFuzzer,
-# the allocator nor libc: where the fault is. A frame inside the fuzz executable that has no
-# source line is the sanitizer runtime too: an interceptor such as strdup or memcpy, reported
-# under the libc name it replaces (pcinfer's own code is built with line tables, so its frames
-# always name a file and line).
+# The first frame of a sanitizer or libFuzzer report that is either libhdf5's or ours: frames of
+# the sanitizers, libFuzzer, the allocator, libc and any other shared library (zlib, libsz and
+# the rest that libhdf5 loads; our code is linked into the executable) are skipped, so a fault
+# inside such a library goes to whichever of the two called it. A frame inside the fuzz
+# executable that has no source line is the sanitizer runtime too: an interceptor such as
+# strdup or memcpy, reported under the libc name it replaces (pcinfer's own code is built with
+# line tables, so its frames always name a file and line).
 runtime='__asan|__lsan|__ubsan|__sanitizer|__interceptor|fuzzer::|LLVMFuzzer'
 allocator='malloc|calloc|realloc|free|posix_memalign|aligned_alloc|operator'
 libc='__libc|__GI_|raise|abort|_start|main'
@@ -30,12 +32,12 @@ first_frame() {
   grep -E '^ *#[0-9]+ 0x[0-9a-f]+ ' "$report" |
     grep -vE " in ($runtime|$allocator|$libc)" |
     grep -vE "\\(([^ )]*/)?$exe_name\\+0x[0-9a-f]+\\)" |
-    grep -vE '\((/[^ )]*/)?(libc|libm|libpthread|ld-linux[^ )]*)\.so[^ )]*\)|sysdeps/|csu/' |
-    head -1 || true
+    grep -vE 'sysdeps/|csu/' |
+    awk '/libhdf5/ || !/\.so[.0-9]*\+0x[0-9a-f]+\)/ { print; exit }' || true
 }
 
-# Whose a report of a fuzz_hclt finding is: 0 for libhdf5's (its first frame is in libhdf5),
-# 1 for ours (that frame is elsewhere, or UBSan names one of our sources).
+# Whose a report of a fuzz_hclt finding is: 0 for libhdf5's (its first frame, as above, is in
+# libhdf5), 1 for ours (that frame is ours, or UBSan names one of our sources).
 attribute() {
   local report=$1 exe_name=$2 frame
   if grep -qE '(src|fuzz)/[^ ]*:[0-9]+:[0-9]+: runtime error' "$report"; then return 1; fi
