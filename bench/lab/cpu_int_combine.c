@@ -65,7 +65,8 @@ static int32_t step_ref(int32_t x, int32_t y, const uint32_t *packed, int entrie
         T t = AND(d, tmask);                                                                  \
         T f0 = AND(p, fmask), df = V##_srli_epi32(p, PC_INT_PACK_BITS);                       \
         T r = V##_add_epi32(V##_madd_epi16(df, t), half);                                     \
-        ST(out + i, V##_add_epi32(hi, V##_sub_epi32(f0, V##_srai_epi32(r, PC_INT_TABLE_SHIFT)))); \
+        T corr = V##_sub_epi32(f0, V##_srai_epi32(r, PC_INT_TABLE_SHIFT));                    \
+        ST(out + i, V##_add_epi32(hi, corr));                                                 \
     }
 
 #define LD512(p) _mm512_loadu_si512(p)
@@ -78,13 +79,15 @@ typedef void step_fn(const int32_t *a, const int32_t *b, int32_t *out, int64_t n
 
 __attribute__((target("avx512f,avx512bw"))) static void step_gather_512(
     const int32_t *a, const int32_t *b, int32_t *out, int64_t n, const uint32_t *packed) {
-    STEP_LOOP(_mm512, __m512i, 16, LD512, ST512, _mm512_and_si512, _mm512_i32gather_epi32(idx, packed, 4))
+    STEP_LOOP(_mm512, __m512i, 16, LD512, ST512, _mm512_and_si512,
+              _mm512_i32gather_epi32(idx, packed, 4))
 }
 
 __attribute__((target("avx512f,avx512bw"))) static void step_register_512(
     const int32_t *a, const int32_t *b, int32_t *out, int64_t n, const uint32_t *packed) {
     const __m512i t0 = _mm512_loadu_si512(packed), t1 = _mm512_loadu_si512(packed + 16);
-    STEP_LOOP(_mm512, __m512i, 16, LD512, ST512, _mm512_and_si512, _mm512_permutex2var_epi32(t0, idx, t1))
+    STEP_LOOP(_mm512, __m512i, 16, LD512, ST512, _mm512_and_si512,
+              _mm512_permutex2var_epi32(t0, idx, t1))
 }
 
 __attribute__((target("avx2"))) static void step_gather_256(const int32_t *a, const int32_t *b,
@@ -99,7 +102,8 @@ __attribute__((target("avx2"))) static void step_register_256(const int32_t *a,
                                                               int64_t n,
                                                               const uint32_t *packed) {
     const __m256i t0 = _mm256_loadu_si256((const __m256i *)packed);
-    STEP_LOOP(_mm256, __m256i, 8, LD256, ST256, _mm256_and_si256, _mm256_permutevar8x32_epi32(t0, idx))
+    STEP_LOOP(_mm256, __m256i, 8, LD256, ST256, _mm256_and_si256,
+              _mm256_permutevar8x32_epi32(t0, idx))
 }
 
 /* ---- timing ------------------------------------------------------------------------------ */
