@@ -1,10 +1,13 @@
 /* Row-wise LSE, its backward and token log-probabilities (pc/lse.h, pc/logprob.h).
  *
- * CPU calls take buffers and check them here. CUDA calls take device addresses as integers
- * (torch's data_ptr()), which no buffer protocol describes: the Python caller derives them
- * from the tensors, with rows, cols and strides, and the library checks what it can (sizes,
- * alignment, kernel and dtype); the launch is asynchronous on the given stream. */
+ * CPU calls take buffers and check them here (but lse_rows_at, the torch CPU fast path).
+ * CUDA calls take device addresses as integers (torch's data_ptr()), which no buffer protocol
+ * describes: the Python caller derives them from the tensors, with rows, cols and strides,
+ * and the library checks what it can (sizes, alignment, kernel and dtype); the launch is
+ * asynchronous on the given stream. */
 #include "core.h"
+
+#include <limits.h>
 
 #include "pc/logprob.h"
 #include "pc/lse.h"
@@ -158,8 +161,9 @@ static PyObject *logprob_check_targets(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* ---- CUDA: device addresses as integers; the hot path of the torch binding, so arguments
- * are read by position without a format string. ---------------------------------------- */
+/* ---- Addresses as integers (CUDA device memory, and host memory of torch CPU tensors): the
+ * hot path of the torch binding, so arguments are read by position without a format
+ * string. ------------------------------------------------------------------------------- */
 
 static int read_i64(PyObject *const *args, Py_ssize_t i, int64_t *out) {
     const long long v = PyLong_AsLongLong(args[i]);
@@ -183,6 +187,32 @@ static int read_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t n, cons
 }
 
 #define PTR(v) ((void *)(uintptr_t)(v))
+
+/* lse_rows_at(kernel, dtype, x, rows, cols, stride, out, threads, isa): lse_rows on host
+ * addresses (a contiguous torch CPU tensor's data_ptr(), which no buffer protocol describes:
+ * going through NumPy views of the input and the output cost 1.2 of a small call's 4.4 us).
+ * out is float32 [rows], float64 with kernel ref. The caller derives every argument from the
+ * tensors it holds, as for the CUDA calls. */
+static PyObject *lse_rows_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    int64_t v[9];
+    if (read_args(args, nargs, 9, "lse_rows_at", v) != 0) return NULL;
+    if (v[7] < INT_MIN || v[7] > INT_MAX || v[8] < INT_MIN || v[8] > INT_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "lse_rows_at: threads or isa out of range");
+        return NULL;
+    }
+    const pc_lse_cpu_opts opts = {(int)v[7], (pc_isa)v[8]};
+    pc_status st;
+    Py_BEGIN_ALLOW_THREADS
+    if (v[0] == PC_LSE_REF)
+        st = pc_lse_rows_ref((pc_dtype)v[1], PTR(v[2]), v[3], v[4], v[5], PTR(v[6]));
+    else
+        st = pc_lse_rows((pc_lse_kernel)v[0], (pc_dtype)v[1], PTR(v[2]), v[3], v[4], v[5],
+                         PTR(v[6]), &opts);
+    Py_END_ALLOW_THREADS
+    if (st != PC_OK) return pcpy_raise(st);
+    Py_RETURN_NONE;
+}
 
 /* lse_rows_cuda(kernel, dtype, x, rows, cols, stride, out, scratch, scratch_bytes, stream):
  * queues the LSE and returns None; when scratch_bytes is less than the shape needs (scratch
@@ -255,6 +285,8 @@ PyMethodDef pcpy_lse_methods[] = {
      "logprob_rows(kernel, dtype, logits, targets, out, threads, isa)"},
     {"logprob_check_targets", logprob_check_targets, METH_VARARGS,
      "logprob_check_targets(targets, vocab)"},
+    {"lse_rows_at", (PyCFunction)(void (*)(void))lse_rows_at, METH_FASTCALL,
+     "lse_rows_at(kernel, dtype, x, rows, cols, stride, out, threads, isa)"},
     {"lse_rows_cuda", (PyCFunction)(void (*)(void))lse_rows_cuda, METH_FASTCALL,
      "lse_rows_cuda(kernel, dtype, x, rows, cols, stride, out, scratch, scratch_bytes, stream)"},
     {"lse_backward_cuda", (PyCFunction)(void (*)(void))lse_backward_cuda, METH_FASTCALL,

@@ -107,6 +107,26 @@ def test_ref_kernel_gives_float64_on_cpu_tensors(gen):
     assert_close(lp, torch.log_softmax(x.double(), -1).gather(1, t[:, None])[:, 0], 1e-12)
 
 
+@pytest.mark.parametrize("kernel", ["fuse", "int", "ref"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(37, 300), (1, 5000), (0, 4), (3, 0)])
+def test_cpu_tensor_addresses_give_the_views_bits(gen, kernel, dtype, shape):
+    """A contiguous 2-D CPU tensor goes to the library by its address; a strided one (rows
+    2 cols apart) through NumPy views of the same values: the same call, the same bits."""
+    x = randn(gen, shape, "cpu", dtype)
+    strided = torch.cat([x, x], dim=1)[:, : shape[1]]
+    assert x.is_contiguous() and (min(shape) == 0 or shape[0] < 2 or not strided.is_contiguous())
+    if kernel == "int" and dtype != torch.float32:
+        for t in (x, strided):
+            with pytest.raises(pcinfer.Error, match="int"):
+                pcinfer.logsumexp(t, kernel=kernel)
+        return
+    got, want = pcinfer.logsumexp(x, kernel=kernel), pcinfer.logsumexp(strided, kernel=kernel)
+    assert got.dtype == want.dtype == (torch.float64 if kernel == "ref" else dtype)
+    assert got.shape == want.shape == shape[:1]
+    assert torch.equal(got.view(torch.uint8), want.view(torch.uint8))
+
+
 def test_refuses_what_the_kernels_do_not_take(gen):
     with pytest.raises(pcinfer.Error, match="float64 is not an input type"):
         pcinfer.logsumexp(torch.zeros(2, 3, dtype=torch.float64))
