@@ -2,7 +2,7 @@
  * pc_cpu_best_isa() reports it): lse_cpu_kernel.h over the vocabulary of lse_vec_avx2.h. */
 #include "lse/lse_vec_avx2.h"
 
-/* pc_lse_cpu_impl.exp_shifted. Its own per instruction set because AVX2's exp2 (an add to the
+/* pc_lse_cpu_impl.exp_shifted. Its own per instruction set because AVX2's exp2 (2^k made in the
  * exponent bits) is right only on [-126, 126]: lanes under -126 give 0 (the value the drivers'
  * flush-to-zero mode gives on every path; -inf must give 0) and lanes over 126 go to expf, as
  * does the tail; AVX-512's scalef covers the whole range in the vector. */
