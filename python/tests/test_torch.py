@@ -209,19 +209,27 @@ def test_cuda_tensors_on_a_second_device(gen):
 
 @cuda
 def test_cuda_graph_capture(gen):
-    x = randn(gen, (512, 128256), "cuda")
+    """Captured calls replay on new inputs: a shape of a block per row and one cut into
+    segments, whose partial states live in a scratch buffer of the captured call's own, not in
+    the one kept for the stream, which an eager call uses between the capture and the replay."""
+    x, y = randn(gen, (512, 128256), "cuda"), randn(gen, (8, 128256), "cuda")
     g = torch.cuda.CUDAGraph()
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
-        pcinfer.logsumexp(x)  # warm-up outside the capture
+        pcinfer.logsumexp(x), pcinfer.logsumexp(y)  # warm-up outside the capture
     torch.cuda.current_stream().wait_stream(s)
     with torch.cuda.graph(g):
-        out = pcinfer.logsumexp(x)
+        out_x, out_y = pcinfer.logsumexp(x), pcinfer.logsumexp(y)
     x.copy_(randn(gen, (512, 128256), "cuda"))
+    y.copy_(randn(gen, (8, 128256), "cuda"))
+    z = randn(gen, (3, 1 << 20), "cuda")
+    eager = pcinfer.logsumexp(z)
     g.replay()
     torch.cuda.synchronize()
-    assert_close(out, torch.logsumexp(x.double(), -1), 2e-6)
+    assert_close(out_x, torch.logsumexp(x.double(), -1), 2e-6)
+    assert_close(out_y, torch.logsumexp(y.double(), -1), 2e-6)
+    assert_close(eager, torch.logsumexp(z.double(), -1), 2e-6)
 
 
 @cuda
