@@ -101,6 +101,10 @@ static void test_parse_refuses(void **state) {
         {"{'dtype': '|u1'}", "unknown key"},
         {"{'descr': '|u1' 'shape': (1, 2)}", "expected ',' or '}'"},
         {"{'descr': |u1}", "expected a quoted string"},
+        /* A key that is not a whole string: refused before it is compared with the names. */
+        {"{'descr", "unterminated string"},
+        {"{'fortran_order_and_then_some_more_text': False}", "unexpected string"},
+        {"{'shape' (1, 2)}", "expected ':'"},
         {"{'descr': '|u1", "unterminated string"},
         {"{'descr': 'a\\'b'}", "unexpected string"},
         {"{'descr': 'a very long dtype name'}", "unexpected string"},

@@ -107,15 +107,15 @@ pc_status pc_tool_npy_parse(const char *text, size_t len, const char *path,
     if (!take(&c, '{')) return bad(&c, "expected '{'");
     while (!take(&c, '}')) {
         char key[32];
-        pc_status st = quoted(&c, key, sizeof key);
-        if (st == PC_OK && !take(&c, ':')) st = bad(&c, "expected ':'");
+        pc_status st = quoted(&c, key, sizeof key); /* key is a string only when it succeeds */
+        if (st != PC_OK) return st;
+        if (!take(&c, ':')) return bad(&c, "expected ':'");
         int *seen = !strcmp(key, "descr")           ? &seen_descr
                     : !strcmp(key, "fortran_order") ? &seen_order
                     : !strcmp(key, "shape")         ? &seen_shape
                                                     : NULL;
-        if (st == PC_OK && !seen) st = bad(&c, "unknown key");
-        if (st == PC_OK && *seen) st = bad(&c, "a key given twice");
-        if (st != PC_OK) return st;
+        if (!seen) return bad(&c, "unknown key");
+        if (*seen) return bad(&c, "a key given twice");
         *seen = 1;
         if (seen == &seen_descr) st = quoted(&c, out->descr, sizeof out->descr);
         else if (seen == &seen_order) st = boolean(&c, &out->fortran_order);
