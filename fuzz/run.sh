@@ -5,7 +5,7 @@
 #   fuzz/run.sh [--time SECONDS] [--build DIR] [--jobs N] TARGET...
 #   fuzz/run.sh --attribute REPORT EXECUTABLE_NAME
 #
-# TARGET: fuzz_idx, fuzz_hclt, fuzz_hclt_answer, or all. --time: per target (default 30);
+# TARGET: fuzz_idx, fuzz_hclt, fuzz_hclt_answer, fuzz_npy, or all. --time: per target (default 30);
 # --build: the fuzz build folder (default build-fuzz), which also keeps the corpus grown by
 # earlier runs (DIR/corpus/TARGET) and the findings (DIR/findings/TARGET); --jobs: parallel
 # fuzzing processes per target (default 1).
@@ -61,8 +61,8 @@ while [ $# -gt 0 ]; do
     --time) seconds=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
-    all) targets+=(fuzz_idx fuzz_hclt fuzz_hclt_answer); shift ;;
-    fuzz_idx|fuzz_hclt|fuzz_hclt_answer) targets+=("$1"); shift ;;
+    all) targets+=(fuzz_idx fuzz_hclt fuzz_hclt_answer fuzz_npy); shift ;;
+    fuzz_idx|fuzz_hclt|fuzz_hclt_answer|fuzz_npy) targets+=("$1"); shift ;;
     *) echo "usage: fuzz/run.sh [--time S] [--build DIR] [--jobs N] TARGET... (or all)" >&2
        exit 2 ;;
   esac
@@ -116,8 +116,19 @@ seed_corpus() {
       fuzz_hclt_answer:*)
         (timeout 10 "$build/pcinfer-hclt-reader" 67108864 1 "$f" >"$dir/seed-$name") \
           2>/dev/null || true ;;
+      fuzz_npy:*) ;;
     esac
   done
+  if [ "$target" = fuzz_npy ]; then
+    # A uint8 2 x 3 file (version 1.0, its dict padded to 128 bytes), read in batches of 2;
+    # the same as version 2.0; and a dict alone.
+    local dict="{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3), }"
+    { printf '\x02\x93NUMPY\x01\x00\x76\x00%-117s\n' "$dict"; printf 'abcdef'; } \
+      >"$dir/seed-v1"
+    { printf '\x00\x93NUMPY\x02\x00\x74\x00\x00\x00%-115s\n' "$dict"; printf 'abcdef'; } \
+      >"$dir/seed-v2"
+    printf "\x01{'shape': (4, 5, 6), 'descr': '<u1', 'fortran_order': False}" >"$dir/seed-dict"
+  fi
   if [ "$target" = fuzz_idx ]; then
     # A 2 x 2 x 3 image file (streamed, whole) and a 3-label file.
     printf '\x00\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x00\x02\x00\x00\x00\x03abcdefghijkl' \
