@@ -6,14 +6,13 @@
  * 1 MiB buffer (as a caller would: its buffer is its own, not the header's). The file lives in
  * memory (memfd) and is opened by its /proc path like any other. Every call must return, with
  * a message naming the file on error, and never allocate what a header claims. */
-#define _GNU_SOURCE /* memfd_create */
+#include "fuzz_file.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "pc/data.h"
 
@@ -33,14 +32,9 @@ static void read_stream(const char *path, int64_t batch) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
-    int fd = memfd_create("idx", 0);
-    if (fd < 0) return 0;
-    if (write(fd, data + 1, size - 1) != (ssize_t)(size - 1)) {
-        close(fd);
-        return 0;
-    }
     char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    const int fd = fuzz_file(data + 1, size - 1, path, sizeof path);
+    if (fd < 0) return 0;
     const uint8_t mode = data[0];
     if (mode & 1) {
         uint8_t *labels = NULL;

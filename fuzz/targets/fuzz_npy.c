@@ -7,14 +7,13 @@
  * skipped past instead), every (1 + (byte >> 4))-th batch skipped rather than read. The file
  * lives in memory (memfd) and is opened by its /proc path like any other. Every call must
  * return, with a message naming the file on error, and never allocate what a header claims. */
-#define _GNU_SOURCE /* memfd_create */
+#include "fuzz_file.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "npy.h"
 #include "tool_error.h"
@@ -64,14 +63,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                   "dict.npy");
         return 0;
     }
-    int fd = memfd_create("npy", 0);
-    if (fd < 0) return 0;
-    if (write(fd, data + 1, size - 1) != (ssize_t)(size - 1)) {
-        close(fd);
-        return 0;
-    }
     char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    const int fd = fuzz_file(data + 1, size - 1, path, sizeof path);
+    if (fd < 0) return 0;
     read_file(path, 1 + ((mode >> 1) & 7), 1 + (mode >> 4));
     close(fd);
     return 0;
