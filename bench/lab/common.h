@@ -121,8 +121,9 @@ static inline void *lab_malloc(size_t bytes) {
 #define LAB_CUDA_CHECK(call) LAB_CHECK_GEN(call, cudaSuccess, cudaGetErrorString)
 
 /* The median time in ms of `reps` calls of launch() after `warmup`, each between two CUDA
- * events on the legacy default stream; launch() queues its work there. */
-template <class F> static double lab_time_ms(F &&launch, int warmup, int reps) {
+ * events on `stream`; launch() queues its work there. */
+template <class F>
+static double lab_time_ms_on(cudaStream_t stream, F &&launch, int warmup, int reps) {
     cudaEvent_t a, b;
     LAB_CUDA_CHECK(cudaEventCreate(&a));
     LAB_CUDA_CHECK(cudaEventCreate(&b));
@@ -131,9 +132,9 @@ template <class F> static double lab_time_ms(F &&launch, int warmup, int reps) {
     double *ms = (double *)lab_malloc(sizeof(double) * reps);
     for (int i = 0; i < reps; i++) {
         float t = 0.0f;
-        LAB_CUDA_CHECK(cudaEventRecord(a));
+        LAB_CUDA_CHECK(cudaEventRecord(a, stream));
         launch();
-        LAB_CUDA_CHECK(cudaEventRecord(b));
+        LAB_CUDA_CHECK(cudaEventRecord(b, stream));
         LAB_CUDA_CHECK(cudaEventSynchronize(b));
         LAB_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
         ms[i] = t;
@@ -144,6 +145,11 @@ template <class F> static double lab_time_ms(F &&launch, int warmup, int reps) {
     const double med = lab_median(ms, reps);
     free(ms);
     return med;
+}
+
+/* lab_time_ms_on the legacy default stream. */
+template <class F> static double lab_time_ms(F &&launch, int warmup, int reps) {
+    return lab_time_ms_on(0, launch, warmup, reps);
 }
 
 /* Fills n device values with NaN (all bits set), so that a kernel that fails to write one

@@ -209,44 +209,21 @@ int main(int argc, char **argv) {
             lab_check(what, ref, got, sh.rows, 0.0, 2e-6);
             free(got);
             int turn = 0;
-            cudaEvent_t a, b;
-            LAB_CUDA_CHECK(cudaEventCreate(&a));
-            LAB_CUDA_CHECK(cudaEventCreate(&b));
-            double call[200];
-            for (int i = 0; i < 205; i++) {
-                float ms = 0;
-                LAB_CUDA_CHECK(cudaEventRecord(a, s));
-                launch(mode, x + n * (turn++ % copies), sh, segs, out, partial, s);
-                LAB_CUDA_CHECK(cudaEventRecord(b, s));
-                LAB_CUDA_CHECK(cudaEventSynchronize(b));
-                LAB_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-                if (i >= 5) call[i - 5] = ms * 1e3;
-            }
+            const double call = 1e3 * lab_time_ms_on(
+                s, [&] { launch(mode, x + n * (turn++ % copies), sh, segs, out, partial, s); }, 5, 200);
             cudaGraph_t graph;
             cudaGraphExec_t exec;
             LAB_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
             for (int i = 0; i < 20; i++) launch(mode, x + n * (turn++ % copies), sh, segs, out, partial, s);
             LAB_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
             LAB_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-            double gpu[15];
-            LAB_CUDA_CHECK(cudaGraphLaunch(exec, s));
-            for (int i = 0; i < 15; i++) {
-                float ms = 0;
-                LAB_CUDA_CHECK(cudaEventRecord(a, s));
-                LAB_CUDA_CHECK(cudaGraphLaunch(exec, s));
-                LAB_CUDA_CHECK(cudaEventRecord(b, s));
-                LAB_CUDA_CHECK(cudaEventSynchronize(b));
-                LAB_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-                gpu[i] = ms * 1e3 / 20;
-            }
-            const double g = lab_median(gpu, 15);
+            const double g =
+                1e3 / 20 * lab_time_ms_on(s, [&] { LAB_CUDA_CHECK(cudaGraphLaunch(exec, s)); }, 1, 15);
             printf("| %lld x %lld | %d | %d | %.2f | %.2f | %.0f |\n", (long long)sh.rows, (long long)sh.cols, v,
-                   segs, lab_median(call, 200), g, bytes / g * 1e-3);
+                   segs, call, g, bytes / g * 1e-3);
             fflush(stdout);
             LAB_CUDA_CHECK(cudaGraphExecDestroy(exec));
             LAB_CUDA_CHECK(cudaGraphDestroy(graph));
-            LAB_CUDA_CHECK(cudaEventDestroy(a));
-            LAB_CUDA_CHECK(cudaEventDestroy(b));
         }
         free(h), free(ref);
         LAB_CUDA_CHECK(cudaFree(x));
