@@ -78,10 +78,27 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
     }
 }
 
-/* Grid (tiles, non-root groups of the layer from g0); dynamic shared memory 2 K K doubles
- * (W_g, then the block's flows). P is [G - 1][tiles][K][K]. */
+/* W_g's entries per thread of a block (K <= PC_EM_FUSED_MAX_K): the downward kernel loads them
+ * into registers first and stores them to shared memory only after row 0's loads are issued, so
+ * that the two round trips to memory overlap (with one row per sub-warp, as at batch 512, a
+ * block's life is a few such round trips). */
+#define PC_EM_FUSED_W_REGS (PC_EM_FUSED_MAX_K * PC_EM_FUSED_MAX_K / PC_EM_THREADS)
+
+/* Dynamic shared memory of pc_em_fused_downward: W_g and every sub-warp's flows. */
+static inline size_t pc_em_fused_downward_smem(int K, int TW) {
+    return (size_t)K * K * (1 + PC_EM_THREADS / TW) * sizeof(double);
+}
+
+/* Grid (tiles, non-root groups of the layer from g0); dynamic shared memory
+ * pc_em_fused_downward_smem: W_g, then each sub-warp's flows [subs][K][K]. Lane k of a sub-warp
+ * owns the entries [j][k] of its slice, so the rows add into shared memory without barriers;
+ * held in registers instead (TW doubles a lane) the kernel took 114 registers at TW = 16, two
+ * blocks per SM, and the layer's blocks ran in three waves where the forward's run in one. The
+ * block's threads then sum the slices over the sub-warps in order, an entry each. P is
+ * [G - 1][tiles][K][K]. Bounded to 48 registers, 5 blocks per SM (H200: 4 blocks at 55
+ * registers were 1-3 % slower at K = 16 and equal at K = 32, where shared memory allows 3). */
 template <typename T, int TW>
-__global__ void __launch_bounds__(PC_EM_THREADS)
+__global__ void __launch_bounds__(PC_EM_THREADS, 5)
     pc_em_fused_downward(pc_em_args a, int64_t n, int32_t iter, int32_t g0, T *E, T *S,
                          const T *W, double *P, int64_t tiles) {
     extern __shared__ double sh[];
@@ -89,32 +106,50 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
     const int subs = PC_EM_THREADS / TW;
     const int32_t g = g0 + blockIdx.y;
     const int64_t ch = a.chunk;
-    double *w = sh, *flows = sh + K * K; /* w[j * K + k] = W_g[j][k] */
-    for (int i = threadIdx.x; i < K * K; i += PC_EM_THREADS) {
-        w[i] = (double)W[(int64_t)g * K * K + i];
-        flows[i] = 0;
-    }
-    __syncthreads();
+    /* w[j * K + k] = W_g[j][k]; mine[j * K + k]: this sub-warp's sum of a(j) e(k) */
+    double *w = sh, *part = sh + K * K, *mine = part + (int64_t)sub * K * K;
     const int32_t cb = a.child_start[g], ce = a.child_start[g + 1];
-    double f[TW]; /* f[j]: this sub-warp's sum of a(j) e(lane) */
+    double wr[PC_EM_FUSED_W_REGS];
 #pragma unroll
-    for (int j = 0; j < TW; j++) f[j] = 0;
+    for (int r = 0; r < PC_EM_FUSED_W_REGS; r++) {
+        const int i = threadIdx.x + r * PC_EM_THREADS;
+        wr[r] = i < K * K ? (double)W[(int64_t)g * K * K + i] : 0.0;
+    }
+    /* row it's ratio and value, loaded one iteration ahead (this launch writes neither) */
+    const int64_t first = (int64_t)blockIdx.x * iter * subs + sub;
+    double ratio_next = 0, e_next = 0;
+    if (first < n && lane < K) {
+        ratio_next = (double)S[((int64_t)g * ch + first) * K + lane];
+        e_next = (double)E[((int64_t)g * ch + first) * K + lane];
+    }
+#pragma unroll
+    for (int r = 0; r < PC_EM_FUSED_W_REGS; r++) {
+        const int i = threadIdx.x + r * PC_EM_THREADS;
+        if (i < K * K) w[i] = wr[r];
+    }
+    if (lane < K)
+        for (int j = 0; j < K; j++) mine[j * K + lane] = 0;
+    __syncthreads();
     for (int it = 0; it < iter; it++) {
         const int64_t row = ((int64_t)blockIdx.x * iter + it) * subs + sub;
         const bool live = row < n;
         const int64_t at = ((int64_t)g * ch + (live ? row : 0)) * K + lane;
-        const double ratio = live && lane < K ? (double)S[at] : 0.0;
-        const double e = live && lane < K ? (double)E[at] : 0.0;
+        const bool mine_live = live && lane < K;
+        const double ratio = ratio_next, e = e_next;
+        if (it + 1 < iter && row + subs < n && lane < K) {
+            ratio_next = (double)S[at + subs * K];
+            e_next = (double)E[at + subs * K];
+        }
         double u = 0;
 #pragma unroll
         for (int j = 0; j < TW; j++) {
             const double aj = __shfl_sync(0xffffffffu, ratio, j, TW);
-            if (j < K && lane < K) {
+            if (j < K && mine_live) {
                 u += aj * w[j * K + lane];
-                f[j] += aj * e;
+                mine[j * K + lane] += aj * e;
             }
         }
-        if (!live || lane >= K) continue;
+        if (!mine_live) continue;
         const double q = e * u;
         E[at] = (T)q;
         for (int32_t j = cb; j < ce; j++) {
@@ -123,15 +158,13 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
             *s = (T)(sv > 0 ? q / sv : 0.0);
         }
     }
-    for (int s = 0; s < subs; s++) { /* sub-warps in order: a fixed sum */
-        if (sub == s && lane < K)
-#pragma unroll
-            for (int j = 0; j < TW; j++)
-                if (j < K) flows[j * K + lane] += f[j];
-        __syncthreads();
-    }
+    __syncthreads();
     double *out = P + ((int64_t)g * tiles + blockIdx.x) * K * K;
-    for (int i = threadIdx.x; i < K * K; i += PC_EM_THREADS) out[i] = flows[i];
+    for (int i = threadIdx.x; i < K * K; i += PC_EM_THREADS) {
+        double sum = 0; /* sub-warps in order: a fixed sum */
+        for (int s = 0; s < subs; s++) sum += part[(int64_t)s * K * K + i];
+        out[i] = sum;
+    }
 }
 
 /* Transition flows of a fused pass: n_tr[i] += W[i] sum_t P[g][t][i] (tiles in order), fixed

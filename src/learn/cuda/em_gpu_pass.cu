@@ -19,16 +19,31 @@ template <typename T> struct pass_kernels {
         const int32_t iter = pc_em_plan_fused_iter(g->plan, n);
         const int64_t tiles = pc_em_plan_tiles(g->plan, n);
         const size_t kk = (size_t)a.K * a.K * sizeof(double);
+        const size_t down = pc_em_fused_downward_smem(a.K, TW);
         const dim3 grid((unsigned)tiles, (unsigned)(g1 - g0));
         T *E = (T *)g->d_buf[PC_EM_BUF_E], *S = (T *)g->d_buf[PC_EM_BUF_S];
         const T *W = (const T *)g->d_buf[PC_EM_BUF_W];
-        if (which == 0)
+        if (which == 0) {
             pc_em_fused_forward<T, TW><<<grid, PC_EM_THREADS, kk, g->stream>>>(
                 a, n, iter, g0, (const T *)g->d_input_c, E, S, W);
-        else
-            pc_em_fused_downward<T, TW><<<grid, PC_EM_THREADS, 2 * kk, g->stream>>>(
+        } else {
+            pc_em_fused_downward<T, TW><<<grid, PC_EM_THREADS, down, g->stream>>>(
                 a, n, iter, g0, E, S, W, g->d_partial, tiles);
+        }
         PC_CUDA_CHECK(cudaGetLastError());
+    fail:
+        return st;
+    }
+    /* The downward kernel's shared memory over the default 48 KB, which K = 27-32 need (K = 32:
+     * 74 KB, 3 blocks per SM); set before a capture, as the graph's launches do not set it. */
+    static pc_status allow_downward_smem(const pc_em_gpu *g) {
+        pc_status st = PC_OK;
+        const pc_em_args a = pc_em_gpu_args(g);
+        const size_t bytes = pc_em_fused_downward_smem(a.K, a.tw);
+        if (a.tw == 32 && bytes > 48 * 1024)
+            PC_CUDA_CHECK(cudaFuncSetAttribute(pc_em_fused_downward<T, 32>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               (int)bytes));
     fail:
         return st;
     }
@@ -204,6 +219,9 @@ static pc_status capture(pc_em_gpu *g, int64_t n, int staged, int has_missing, i
     src.rows = staged ? NULL : g->d_rows;
     /* the pass's inputs were queued just before: let them finish outside the capture */
     PC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    if (g->fused && (st = g->f32 ? pass_kernels<float>::allow_downward_smem(g)
+                                 : pass_kernels<double>::allow_downward_smem(g)))
+        return st;
     PC_CUDA_CHECK(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
     {
         const pc_status est = enqueue_pass(g, n, src, stages);
