@@ -2,6 +2,7 @@
  * with every epoch; --device takes cpu or cuda only (cuda without a GPU fails with a message
  * and leaves no model; with one, it learns a model close to the CPU's); 0/1 data is learned
  * with transition rows and a warning about the categories it uses. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,9 @@
 #include <cmocka.h>
 
 #include "hclt_random.h"
+#include "pc/circuit.h"
+#include "pc/data.h"
+#include "pc/eval.h"
 #include "pc/hclt.h"
 #include "pc/rng.h"
 #include "testutil.h"
@@ -95,8 +99,29 @@ static void test_json_and_binary_data(void **state) {
     assert_true(json_number(out, "\"ll\": ") < 0 && json_number(out, "\"ll\": ") > -11.1);
     assert_true(contains("err.txt", "warning: the data uses 2 of the model's 256 categories"));
     assert_true(contains("err.txt", "epoch   3/3 full"));
+    out = read_file("out.txt"); /* contains() reused the buffer */
+    assert_true(json_number(out, "\"write_s\": ") >= 0 && json_number(out, "\"score_s\": ") >= 0);
+    /* the reported train LL is the stored model's, scored by ref (FP64) here */
+    const double reported = json_number(out, "\"ll\": ");
     pc_hclt *m = NULL;
+    pc_data *d = NULL;
+    pc_circuit *c = NULL;
+    pc_evaluator *e = NULL;
     assert_int_equal(pc_hclt_load(pc_hr_path(g_dir, "m.h5"), &m), PC_OK);
+    assert_int_equal(pc_data_load_idx(pc_hr_path(g_dir, "bin.idx"), &d), PC_OK);
+    const pc_eval_opts opts = {PC_BACKEND_REF, d->count, 1};
+    assert_int_equal(pc_circuit_compile(m, &c), PC_OK);
+    assert_int_equal(pc_evaluator_create(c, &opts, &e), PC_OK);
+    double *lp = malloc(sizeof(double) * (size_t)d->count), sum = 0;
+    assert_non_null(lp);
+    assert_int_equal(pc_evaluate(e, d->values, NULL, d->count, d->width, lp), PC_OK);
+    for (int64_t i = 0; i < d->count; i++) sum += lp[i];
+    printf("train LL: reported %.6f, ref %.6f\n", reported, sum / (double)d->count);
+    assert_true(fabs(reported - sum / (double)d->count) < 1e-5);
+    free(lp);
+    pc_evaluator_free(e);
+    pc_circuit_free(c);
+    pc_data_free(d);
     pc_hclt_free(m);
     remove(pc_hr_path(g_dir, "m.h5"));
 }

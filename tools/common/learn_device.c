@@ -3,11 +3,11 @@
 
 #include <string.h>
 
-#include "pc/circuit.h"
-#include "pc/eval.h"
 
-/* Rows per call of the GPU evaluator: the engine streams larger calls in chunks anyway. */
-#define PC_TOOL_SCORE_BATCH 16384
+/* Rows per evaluator call, as pcinfer's: the GPU engine streams larger calls in chunks anyway;
+ * the CPU kernels' buffers grow with the batch. */
+#define PC_TOOL_SCORE_GPU_BATCH 16384
+#define PC_TOOL_SCORE_CPU_BATCH 1024
 
 int pc_tool_em_device(const char *name, pc_em_device *device) {
     if (name && !strcmp(name, "cpu")) *device = PC_EM_CPU;
@@ -35,26 +35,29 @@ pc_status pc_tool_em_create(pc_em_device device, int f32, int cuda_device, const
     return st;
 }
 
-pc_status pc_tool_score_rows(const pc_hclt *model, const pc_data *data, int64_t lo, int64_t hi,
-                             pc_em_device device, double *logp) {
-    const int64_t V = data->width;
-    if (device != PC_EM_CUDA) {
-        const pc_data part = {.count = hi - lo, .width = data->width,
-                              .values = data->values + lo * V,
-                              .missing = data->missing ? data->missing + lo * V : NULL};
-        return pc_learn_loglik(model, &part, logp);
-    }
-    pc_circuit *c = NULL;
-    pc_evaluator *e = NULL;
-    const pc_eval_opts opts = {PC_BACKEND_FUSE, PC_TOOL_SCORE_BATCH, 0};
-    pc_status st = pc_circuit_compile(model, &c);
-    if (st == PC_OK) st = pc_evaluator_create(c, &opts, &e);
-    for (int64_t i = lo; i < hi && st == PC_OK; i += PC_TOOL_SCORE_BATCH) {
-        const int64_t n = hi - i < PC_TOOL_SCORE_BATCH ? hi - i : PC_TOOL_SCORE_BATCH;
-        st = pc_evaluate(e, data->values + i * V, data->missing ? data->missing + i * V : NULL,
-                         n, V, logp + (i - lo));
-    }
-    pc_evaluator_free(e);
-    pc_circuit_free(c);
+pc_status pc_tool_scorer_init(pc_tool_scorer *s, const pc_hclt *model, pc_em_device device) {
+    const int gpu = device == PC_EM_CUDA;
+    *s = (pc_tool_scorer){.batch = gpu ? PC_TOOL_SCORE_GPU_BATCH : PC_TOOL_SCORE_CPU_BATCH};
+    const pc_eval_opts opts = {gpu ? PC_BACKEND_FUSE : PC_BACKEND_CPU_FUSE, s->batch, 0};
+    pc_status st = pc_circuit_compile(model, &s->circuit);
+    if (st == PC_OK) st = pc_evaluator_create(s->circuit, &opts, &s->evaluator);
+    if (st != PC_OK) pc_tool_scorer_release(s);
     return st;
+}
+
+pc_status pc_tool_scorer_run(const pc_tool_scorer *s, const pc_data *data, double *logp) {
+    const int64_t V = data->width;
+    pc_status st = PC_OK;
+    for (int64_t i = 0; i < data->count && st == PC_OK; i += s->batch) {
+        const int64_t n = data->count - i < s->batch ? data->count - i : s->batch;
+        st = pc_evaluate(s->evaluator, data->values + i * V,
+                         data->missing ? data->missing + i * V : NULL, n, V, logp + i);
+    }
+    return st;
+}
+
+void pc_tool_scorer_release(pc_tool_scorer *s) {
+    pc_evaluator_free(s->evaluator);
+    pc_circuit_free(s->circuit);
+    *s = (pc_tool_scorer){0};
 }
