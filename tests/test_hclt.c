@@ -198,6 +198,27 @@ static void test_round_trip(void **state) {
     }
 }
 
+/* Datasets of several chunks, the last one partial: the writer packs and deflates their chunks
+ * itself (on every thread); the reader's filters must give the values back. Inputs of 300 x 16
+ * x 256 (5 chunks of 64 rows in float32, 10 of 32 in float64) and transitions of K = 64. */
+static void test_round_trip_many_chunks(void **state) {
+    (void)state;
+    const int32_t shapes[2][2] = {{16, 256}, {64, 3}}; /* K, C */
+    for (int s = 0; s < 2; s++) {
+        pc_hclt *m = pc_hr_model(300, shapes[s][1], shapes[s][0], 0.3, 1);
+        for (pc_hclt_float ft = PC_HCLT_F32; ft <= PC_HCLT_F64; ft++) {
+            const char *p = path_of("chunks.h5");
+            assert_int_equal(pc_hclt_save(m, p, ft), PC_OK);
+            pc_hclt *back = NULL;
+            if (pc_hclt_load(p, &back) != PC_OK) fail_msg("%s", pc_last_error());
+            check_same(m, back, ft == PC_HCLT_F64 ? 0.0 : 6e-8);
+            pc_hclt_free(back);
+            remove(p);
+        }
+        pc_hclt_free(m);
+    }
+}
+
 /* h5py writes the format attribute as a variable-length UTF-8 string. */
 static void test_vlen_format_accepted(void **state) {
     (void)state;
@@ -626,6 +647,7 @@ int main(void) {
     pc_hr_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_round_trip_many_chunks),
         cmocka_unit_test(test_vlen_format_accepted),
         cmocka_unit_test(test_save_refuses_invalid_and_leaves_nothing),
         cmocka_unit_test(test_file_errors),
