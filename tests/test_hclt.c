@@ -175,25 +175,30 @@ static void check_same(const pc_hclt *a, const pc_hclt *b, double rel) {
         }
 }
 
+/* Saves m in both float types, loads it back and compares: float64 exactly, float32 to its
+ * rounding (2^-24 relative), -inf kept; then saves over the file (which replaces it) and
+ * removes it. */
+static void check_round_trip(const pc_hclt *m) {
+    for (pc_hclt_float ft = PC_HCLT_F32; ft <= PC_HCLT_F64; ft++) {
+        const char *p = path_of("rt.h5");
+        assert_int_equal(pc_hclt_save(m, p, ft), PC_OK);
+        pc_hclt *back = NULL;
+        if (pc_hclt_load(p, &back) != PC_OK) fail_msg("%s", pc_last_error());
+        check_same(m, back, ft == PC_HCLT_F64 ? 0.0 : 6e-8);
+        pc_hclt_free(back);
+        assert_int_equal(pc_hclt_save(m, p, ft), PC_OK);
+        remove(p);
+        assert_int_equal(dir_entries(), 0);
+    }
+}
+
 static void test_round_trip(void **state) {
     (void)state;
     for (int rep = 0; rep < 6; rep++) {
         int32_t V = (int32_t)pc_hr_int(1, 60), C = rep == 5 ? 256 : (int32_t)pc_hr_int(2, 5);
         int32_t K = (int32_t)pc_hr_int(1, 9);
         pc_hclt *m = pc_hr_model(V, C, K, rep == 0 ? 1.0 : 0.3, 1); /* rep 0: T = 0 */
-        for (pc_hclt_float ft = PC_HCLT_F32; ft <= PC_HCLT_F64; ft++) {
-            const char *p = path_of("rt.h5");
-            assert_int_equal(pc_hclt_save(m, p, ft), PC_OK);
-            pc_hclt *back = NULL;
-            if (pc_hclt_load(p, &back) != PC_OK) fail_msg("%s", pc_last_error());
-            /* float64 exactly; float32 to its rounding (2^-24 relative), -inf kept. */
-            check_same(m, back, ft == PC_HCLT_F64 ? 0.0 : 6e-8);
-            pc_hclt_free(back);
-            /* Saving over an existing file replaces it. */
-            assert_int_equal(pc_hclt_save(m, p, ft), PC_OK);
-            remove(p);
-            assert_int_equal(dir_entries(), 0);
-        }
+        check_round_trip(m);
         pc_hclt_free(m);
     }
 }
@@ -206,15 +211,7 @@ static void test_round_trip_many_chunks(void **state) {
     const int32_t shapes[2][2] = {{16, 256}, {64, 3}}; /* K, C */
     for (int s = 0; s < 2; s++) {
         pc_hclt *m = pc_hr_model(300, shapes[s][1], shapes[s][0], 0.3, 1);
-        for (pc_hclt_float ft = PC_HCLT_F32; ft <= PC_HCLT_F64; ft++) {
-            const char *p = path_of("chunks.h5");
-            assert_int_equal(pc_hclt_save(m, p, ft), PC_OK);
-            pc_hclt *back = NULL;
-            if (pc_hclt_load(p, &back) != PC_OK) fail_msg("%s", pc_last_error());
-            check_same(m, back, ft == PC_HCLT_F64 ? 0.0 : 6e-8);
-            pc_hclt_free(back);
-            remove(p);
-        }
+        check_round_trip(m);
         pc_hclt_free(m);
     }
 }
