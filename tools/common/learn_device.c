@@ -3,7 +3,6 @@
 
 #include <string.h>
 
-
 /* Rows per evaluator call, as pcinfer's: the GPU engine streams larger calls in chunks anyway;
  * the CPU kernels' buffers grow with the batch. */
 #define PC_TOOL_SCORE_GPU_BATCH 16384
