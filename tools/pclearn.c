@@ -491,8 +491,8 @@ int main(int argc, char **argv) {
         goto fail;
     }
     /* Score the model as stored (float32 rounding included). The file is this run's own, so
-     * it is read in this process: the isolated reader, for files that may be hostile, took
-     * 3.3x as long for a K = 256 model (6.5 s against 2.0 s on a 2-core CPU). */
+     * it is read in this process: the isolated reader, for files that may be hostile, takes
+     * about 1.5x as long for a K = 256 model (2.1-2.5 s against 1.4-1.6 s on a 2-core CPU). */
     if (pc_hclt_load(o.out, &saved) != PC_OK) {
         call_failed("reading the model back");
         goto fail;

@@ -5,11 +5,6 @@
  * error of ours (a failed H5Fclose on a full disk used to leave libhdf5 a half-closed file that
  * its exit handler then crashed on), and the output is never half-written nor written through a
  * planted link. */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
-#endif
-#include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +16,7 @@
 #include <zlib.h>
 
 #include "base/fail.h"
+#include "base/parallel.h"
 #include "model/hclt_internal.h"
 #include "pc/file.h"
 
@@ -98,63 +94,41 @@ static size_t pack_chunk(const double *data, hsize_t r0, hsize_t rows, hsize_t c
     return (size_t)packed;
 }
 
-/* One batch of chunks to pack: chunk i of the batch is dataset rows from (c0 + i) * chunk_rows;
- * workers take the next i from `next`. */
+/* One batch of chunks to pack: chunk i of the batch is dataset rows from (c0 + i) * chunk_rows. */
 typedef struct chunk_batch {
     const double *data;
     hsize_t rows_total, chunk_rows, row, c0;
     size_t elem;
-    int count;
-    atomic_int next;
     unsigned char *packed[PC_HCLT_CHUNK_BATCH];
     size_t sizes[PC_HCLT_CHUNK_BATCH];
 } chunk_batch;
 
-static void *pack_worker(void *arg) {
-    chunk_batch *b = arg;
-    for (int i; (i = atomic_fetch_add(&b->next, 1)) < b->count;) {
+static void pack_chunks(void *ctx, int64_t lo, int64_t hi) {
+    chunk_batch *b = ctx;
+    for (int64_t i = lo; i < hi; i++) {
         const hsize_t r0 = (b->c0 + (hsize_t)i) * b->chunk_rows;
         const hsize_t rows = b->rows_total - r0 < b->chunk_rows ? b->rows_total - r0 : b->chunk_rows;
         b->sizes[i] = pack_chunk(b->data, r0, rows, b->chunk_rows, b->row, b->elem, &b->packed[i]);
     }
-    return NULL;
 }
 
-/* Processors this process may run on (its affinity mask), at least 1. */
-static int usable_cpus(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-    const long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
-/* The chunks of a float dataset of doubles, compressed by up to one thread per usable CPU
- * (deflate is most of a save's time: a K = 256 model took 7.1-7.3 s on one thread, 3.9-4.2 s
- * on 2 cores this way) and written in order with H5Dwrite_chunk, so the file does not depend
- * on the thread count: the same chunks that H5Dwrite through the dataset's filters stores. Plain
- * threads, started per batch, not OpenMP: a process that forks after using OpenMP cannot start
- * OpenMP's threads in the child, and saving from a forked child must work. A thread that cannot
- * be started leaves its share to the others (and to this thread). */
+/* The chunks of a float dataset of doubles, compressed on every usable CPU (pc_parallel_for;
+ * deflate is most of a save's time: a K = 256 model took 7.1-7.3 s on one thread, 3.9-4.2 s on
+ * 2 cores this way) and written in order with H5Dwrite_chunk, so the file does not depend on
+ * the thread count: the same chunks that H5Dwrite through the dataset's filters stores. */
 static int write_params_chunks(hid_t ds, const hsize_t *dims, hsize_t chunk_rows,
                                hsize_t row, size_t elem, const double *data) {
     const hsize_t chunks = (dims[0] + chunk_rows - 1) / chunk_rows;
     chunk_batch *b = malloc(sizeof *b);
     if (!b) return 0;
-    const int cpus = usable_cpus();
     int ok = 1;
     for (hsize_t c0 = 0; c0 < chunks && ok; c0 += PC_HCLT_CHUNK_BATCH) {
-        b->data = data, b->rows_total = dims[0], b->chunk_rows = chunk_rows, b->row = row;
-        b->c0 = c0, b->elem = elem;
-        b->count = (int)(chunks - c0 < PC_HCLT_CHUNK_BATCH ? chunks - c0 : PC_HCLT_CHUNK_BATCH);
-        atomic_init(&b->next, 0);
-        pthread_t helpers[PC_HCLT_CHUNK_BATCH];
-        const int want = (cpus < b->count ? cpus : b->count) - 1;
-        int started = 0;
-        while (started < want && pthread_create(&helpers[started], NULL, pack_worker, b) == 0)
-            started++;
-        pack_worker(b);
-        for (int i = 0; i < started; i++) pthread_join(helpers[i], NULL);
-        for (int i = 0; i < b->count; i++) {
+        *b = (chunk_batch){.data = data, .rows_total = dims[0], .chunk_rows = chunk_rows,
+                           .row = row, .c0 = c0, .elem = elem};
+        const int count =
+            (int)(chunks - c0 < PC_HCLT_CHUNK_BATCH ? chunks - c0 : PC_HCLT_CHUNK_BATCH);
+        pc_parallel_for(count, 1, pack_chunks, b);
+        for (int i = 0; i < count; i++) {
             hsize_t offset[8] = {0};
             offset[0] = (c0 + (hsize_t)i) * chunk_rows;
             ok = ok && b->sizes[i] > 0 &&
