@@ -9,8 +9,8 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-/* The most threads one call starts: beyond this the pieces of the library's callers (1 MiB
- * chunks of a model, rows of a table) get too few to share. */
+/* The most threads one call starts (the size of its array of thread handles); the library's
+ * callers have at most 64 pieces at a time (the writer's batch of chunks) or far more. */
 #define PC_PARALLEL_MAX_THREADS 64
 
 typedef struct job {

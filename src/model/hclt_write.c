@@ -107,7 +107,8 @@ static void pack_chunks(void *ctx, int64_t lo, int64_t hi) {
     chunk_batch *b = ctx;
     for (int64_t i = lo; i < hi; i++) {
         const hsize_t r0 = (b->c0 + (hsize_t)i) * b->chunk_rows;
-        const hsize_t rows = b->rows_total - r0 < b->chunk_rows ? b->rows_total - r0 : b->chunk_rows;
+        const hsize_t left = b->rows_total - r0;
+        const hsize_t rows = left < b->chunk_rows ? left : b->chunk_rows;
         b->sizes[i] = pack_chunk(b->data, r0, rows, b->chunk_rows, b->row, b->elem, &b->packed[i]);
     }
 }
