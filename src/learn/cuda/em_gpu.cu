@@ -349,9 +349,11 @@ fail:
 
 template <typename T>
 static pc_status launch_update(pc_em_gpu *g, const pc_em_update_args &u) {
+    const int tk = u.K < 32 ? u.K : 32; /* inputs: states per block, slices of the categories */
+    const dim3 in_grid((unsigned)u.V, (unsigned)((u.K + tk - 1) / tk)); /* V may pass 65535 */
+    const dim3 in_block((unsigned)tk, (unsigned)(PC_EM_THREADS / tk));
     pc_status st = PC_OK;
     const int threads = 128;
-    const int64_t inputs = (int64_t)u.V * u.K;
     T *trans_c = g->f32 ? (T *)g->d_trans_c : NULL, *input_c = g->f32 ? (T *)g->d_input_c : NULL;
     pc_em_update_root<<<1, 1, 0, g->stream>>>(u, g->d_root, g->d_n_root);
     PC_CUDA_CHECK(cudaGetLastError());
@@ -360,8 +362,8 @@ static pc_status launch_update(pc_em_gpu *g, const pc_em_update_args &u) {
                                 g->stream>>>(u, g->d_trans, trans_c, g->d_n_trans);
         PC_CUDA_CHECK(cudaGetLastError());
     }
-    pc_em_update_input<T><<<(unsigned)((inputs + threads - 1) / threads), threads, 0,
-                            g->stream>>>(u, g->d_input, input_c, g->d_n_input);
+    pc_em_update_input<T><<<in_grid, in_block, 0, g->stream>>>(u, g->d_input, input_c,
+                                                               g->d_n_input);
     PC_CUDA_CHECK(cudaGetLastError());
 fail:
     return st;
