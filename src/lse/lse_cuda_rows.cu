@@ -9,7 +9,9 @@
  *     N = 128256; B = 1, N = 4M; not B = 512, N = 128256); each segment leaves its partial
  *     state in the caller's scratch and rows_combine merges them, one warp per row.
  * Each row is read once: a scalar head up to the first 16-byte boundary, 16-byte vector loads
- * (U of them in flight per thread), a scalar tail. States merge as butterflies across threads
+ * (U of them in flight per thread in rows_group, UB in rows_block), a scalar tail. Inputs larger
+ * than L2 are read with evict-first (streaming) loads, so they do not push out what later
+ * kernels will read again. States merge as butterflies across threads
  * and warps, so `int` never folds long sequences. */
 #include <mutex>
 
@@ -40,13 +42,14 @@ __device__ __forceinline__ IntQState shfl_xor(IntQState s, int mask, int width) 
     return IntQState{__shfl_xor_sync(kFull, s.m, mask, width), __shfl_xor_sync(kFull, s.q, mask, width)};
 }
 
-/* fuse with input T; U vectors of 16 bytes are loaded before they are used. */
-template <class T, int U_>
+/* fuse with input T; U vectors of 16 bytes are loaded before they are used (UB in rows_block:
+ * long rows that may not fill the GPU, where more loads in flight per thread hide latency). */
+template <class T, int U_, int UB_>
 struct FuseP {
     using In = T;
     using Val = float;
     using State = FuseState;
-    static constexpr int VE = 16 / sizeof(T), U = U_;
+    static constexpr int VE = 16 / sizeof(T), U = U_, UB = UB_;
     static constexpr bool kTable = false;
     __device__ static State init() { return fuse_init(); }
     template <int N>
@@ -66,7 +69,7 @@ struct IntP {
     using In = float;
     using Val = float;
     using State = IntState;
-    static constexpr int VE = 4, U = 2;
+    static constexpr int VE = 4, U = 2, UB = 2;
     static constexpr bool kTable = true;
     __device__ static State init() { return int_init(); }
     template <int N>
@@ -90,7 +93,7 @@ struct IntQP {
     using In = int16_t;
     using Val = int32_t;
     using State = IntQState;
-    static constexpr int VE = 8, U = 2;
+    static constexpr int VE = 8, U = 2, UB = 2;
     static constexpr bool kTable = true;
     __device__ static State init() { return intq_init(); }
     template <int N>
@@ -114,15 +117,38 @@ __device__ __forceinline__ void row_layout(const In *row, int64_t cols, int64_t 
     *nvec = (cols - h) / (int64_t)(16 / sizeof(In));
 }
 
-/* Thread `tid` of `nt` adds vectors [v0, v1) of the row (and the head and tail scalars when
- * `scalars`) to its state. Vectors c, c + nt, ...: consecutive threads read consecutive 16 bytes. */
-template <class P>
-__device__ __forceinline__ void row_range(typename P::State &st, const typename P::In *row, int64_t cols,
-                                          int64_t head, int64_t nvec, int64_t v0, int64_t v1, bool scalars,
-                                          int tid, int nt, const int32_t *table) {
+/* One 16-byte vector: through the read-only cache, or evict-first when `stream`. */
+__device__ __forceinline__ uint4 load_vec(const uint4 *p, bool stream) { return stream ? __ldcs(p) : __ldg(p); }
+
+/* Vectors c, c + nt, ... below v1, U at a time; what is left, with U / 2, U / 4, ..., 1 in flight
+ * (at most once each), so that a segment's last vectors are not read one by one. */
+template <class P, int U>
+__device__ __forceinline__ void row_vectors(typename P::State &st, const uint4 *vec, int64_t c, int64_t v1,
+                                            bool stream, int nt, const int32_t *table) {
     using In = typename P::In;
     using Val = typename P::Val;
-    constexpr int VE = P::VE, U = P::U;
+    constexpr int VE = P::VE;
+    for (; c + (int64_t)(U - 1) * nt < v1; c += (int64_t)U * nt) {
+        uint4 u[U];
+#pragma unroll
+        for (int k = 0; k < U; k++) u[k] = load_vec(vec + c + (int64_t)k * nt, stream);
+        Val v[U * VE];
+#pragma unroll
+        for (int k = 0; k < U; k++) unpack(u[k], v + k * VE, (const In *)nullptr);
+        P::template add<U * VE>(st, v, table);
+    }
+    if constexpr (U > 1) row_vectors<P, U / 2>(st, vec, c, v1, stream, nt, table);
+}
+
+/* Thread `tid` of `nt` adds vectors [v0, v1) of the row (and the head and tail scalars when
+ * `scalars`) to its state, U vectors in flight. Vectors c, c + nt, ...: consecutive threads read
+ * consecutive 16 bytes. */
+template <class P, int U>
+__device__ __forceinline__ void row_range(typename P::State &st, const typename P::In *row, int64_t cols,
+                                          int64_t head, int64_t nvec, int64_t v0, int64_t v1, bool scalars,
+                                          bool stream, int tid, int nt, const int32_t *table) {
+    using Val = typename P::Val;
+    constexpr int VE = P::VE;
     if (scalars) {
         for (int64_t i = tid; i < head; i += nt) {
             Val v[1] = {P::scalar(row[i])};
@@ -133,22 +159,7 @@ __device__ __forceinline__ void row_range(typename P::State &st, const typename 
             P::template add<1>(st, v, table);
         }
     }
-    const uint4 *vec = reinterpret_cast<const uint4 *>(row + head);
-    int64_t c = v0 + tid;
-    for (; c + (int64_t)(U - 1) * nt < v1; c += (int64_t)U * nt) {
-        uint4 u[U];
-#pragma unroll
-        for (int k = 0; k < U; k++) u[k] = __ldg(vec + c + (int64_t)k * nt);
-        Val v[U * VE];
-#pragma unroll
-        for (int k = 0; k < U; k++) unpack(u[k], v + k * VE, (const In *)nullptr);
-        P::template add<U * VE>(st, v, table);
-    }
-    for (; c < v1; c += nt) {
-        Val v[VE];
-        unpack(__ldg(vec + c), v, (const In *)nullptr);
-        P::template add<VE>(st, v, table);
-    }
+    row_vectors<P, U>(st, reinterpret_cast<const uint4 *>(row + head), v0 + tid, v1, stream, nt, table);
 }
 
 /* ---- kernels ------------------------------------------------------------------------------ */
@@ -175,7 +186,7 @@ __global__ void __launch_bounds__(kBlock) rows_group(const typename P::In *x, in
             const typename P::In *p = x + row * stride;
             int64_t head, nvec;
             row_layout(p, cols, &head, &nvec);
-            row_range<P>(st, p, cols, head, nvec, 0, nvec, true, lane, G, table);
+            row_range<P, P::U>(st, p, cols, head, nvec, 0, nvec, true, false, lane, G, table);
         }
 #pragma unroll
         for (int off = G / 2; off > 0; off /= 2) st = P::merge(st, shfl_xor(st, off, G), table);
@@ -184,11 +195,12 @@ __global__ void __launch_bounds__(kBlock) rows_group(const typename P::In *x, in
 }
 
 /* One block per (row, segment) item, grid-stride over items = rows * segs. With segs == 1 the
- * block writes out[row]; otherwise partial[item] (merged by rows_combine). */
+ * block writes out[row]; otherwise partial[item] (merged by rows_combine). `stream`: evict-first
+ * loads. */
 template <class P>
 __global__ void __launch_bounds__(kBlock) rows_block(const typename P::In *x, int64_t rows, int64_t cols,
-                                                    int64_t stride, int segs, float *out, uint2 *partial,
-                                                    const int32_t *d_table) {
+                                                    int64_t stride, int segs, bool stream, float *out,
+                                                    uint2 *partial, const int32_t *d_table) {
     __shared__ int32_t s_table[P::kTable ? PC_INT_TABLE_LEN : 1];
     __shared__ typename P::State s_warp[kBlock / 32];
     const int32_t *table = nullptr;
@@ -205,8 +217,8 @@ __global__ void __launch_bounds__(kBlock) rows_block(const typename P::In *x, in
         int64_t head, nvec;
         row_layout(p, cols, &head, &nvec);
         typename P::State st = P::init();
-        row_range<P>(st, p, cols, head, nvec, nvec * seg / segs, nvec * (seg + 1) / segs, seg == 0,
-                     threadIdx.x, kBlock, table);
+        row_range<P, P::UB>(st, p, cols, head, nvec, nvec * seg / segs, nvec * (seg + 1) / segs, seg == 0,
+                            stream, threadIdx.x, kBlock, table);
 #pragma unroll
         for (int off = 16; off > 0; off /= 2) st = P::merge(st, shfl_xor(st, off, 32), table);
         if (lane == 0) s_warp[warp] = st;
@@ -255,6 +267,7 @@ struct Plan {
     int segs;        /* segments per row (block mapping) */
     int64_t grid;    /* blocks launched */
     size_t scratch;  /* bytes of partial states */
+    bool stream;     /* evict-first loads (block mapping) */
 };
 
 /* Blocks of rows_block<P> resident per SM, measured once per device. */
@@ -277,13 +290,32 @@ fail:
     return st;
 }
 
+/* Bytes of L2 on the current device, read once per device. */
+pc_status l2_bytes(int64_t *bytes) {
+    static int cache[kMaxDevices];
+    pc_status st = PC_OK;
+    int dev = 0, l2 = 0;
+    PC_CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev < kMaxDevices && cache[dev] > 0) {
+        *bytes = cache[dev];
+        return PC_OK;
+    }
+    PC_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    *bytes = l2;
+    if (dev < kMaxDevices) cache[dev] = l2;
+fail:
+    return st;
+}
+
 template <class P>
 pc_status plan_rows(int64_t rows, int64_t cols, Plan *plan) {
     pc_status st = PC_OK;
     int slots = 0;
+    int64_t l2 = 0;
     const int64_t nvec = cols / P::VE; /* within one vector of every row's layout */
     plan->segs = 1;
     plan->scratch = 0;
+    plan->stream = false;
     plan->group = nvec <= 4 ? 2 : nvec <= 16 ? 8 : nvec <= 256 ? 32 : 0;
     st = block_slots<P>(&slots);
     if (st != PC_OK) return st;
@@ -308,6 +340,11 @@ pc_status plan_rows(int64_t rows, int64_t cols, Plan *plan) {
     const int64_t items = rows * plan->segs;
     plan->grid = items < (int64_t)slots * 8 ? items : (int64_t)slots * 8;
     if (plan->segs > 1) plan->scratch = (size_t)items * sizeof(uint2);
+    /* Evict-first loads for inputs twice the L2 or more: nothing of them would stay for a later
+     * kernel anyway (autograd's backward reads x again; an input that fits should stay). */
+    st = l2_bytes(&l2);
+    if (st != PC_OK) return st;
+    plan->stream = rows * cols * (int64_t)sizeof(typename P::In) >= 2 * l2;
     return PC_OK;
 }
 
@@ -343,8 +380,8 @@ pc_status run_rows(const void *d_x, int64_t rows, int64_t cols, int64_t stride, 
     else if (plan.group == 32)
         rows_group<P, 32><<<(unsigned)plan.grid, kBlock, 0, stream>>>(x, rows, cols, stride, d_out, table);
     else
-        rows_block<P><<<(unsigned)plan.grid, kBlock, 0, stream>>>(x, rows, cols, stride, plan.segs, d_out,
-                                                                  partial, table);
+        rows_block<P><<<(unsigned)plan.grid, kBlock, 0, stream>>>(x, rows, cols, stride, plan.segs, plan.stream,
+                                                                  d_out, partial, table);
     PC_CUDA_CHECK(cudaGetLastError());
     if (plan.group == 0 && plan.segs > 1) {
         const int64_t blocks = (rows + kBlock / 32 - 1) / (kBlock / 32);
@@ -426,11 +463,11 @@ extern "C" pc_status pc_lse_rows_cuda(pc_lse_kernel kernel, pc_dtype dtype, cons
                            pc_dtype_size(dtype));
     }
     if (kernel == PC_LSE_FUSE && dtype == PC_F32)
-        return run_rows<FuseP<float, 4>>(d_x, rows, cols, stride, d_out, d_scratch, scratch_bytes, s);
+        return run_rows<FuseP<float, 4, 8>>(d_x, rows, cols, stride, d_out, d_scratch, scratch_bytes, s);
     if (kernel == PC_LSE_FUSE && dtype == PC_F16)
-        return run_rows<FuseP<__half, 2>>(d_x, rows, cols, stride, d_out, d_scratch, scratch_bytes, s);
+        return run_rows<FuseP<__half, 2, 4>>(d_x, rows, cols, stride, d_out, d_scratch, scratch_bytes, s);
     if (kernel == PC_LSE_FUSE)
-        return run_rows<FuseP<__nv_bfloat16, 2>>(d_x, rows, cols, stride, d_out, d_scratch, scratch_bytes, s);
+        return run_rows<FuseP<__nv_bfloat16, 2, 4>>(d_x, rows, cols, stride, d_out, d_scratch, scratch_bytes, s);
     if (dtype == PC_F32) return run_rows<IntP>(d_x, rows, cols, stride, d_out, d_scratch, scratch_bytes, s);
     return run_rows<IntQP>(d_x, rows, cols, stride, d_out, d_scratch, scratch_bytes, s);
 }
