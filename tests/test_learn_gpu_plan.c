@@ -25,7 +25,8 @@
  * when f32 is set (the GEMMs then also add in float, as SGEMM does). */
 typedef struct cpu_exec {
     const pc_em_plan *p;
-    int f32, fused;
+    int f32, fused, chained; /* chained: the fused path with the chain steps */
+    int64_t chain_calls;
     double *buf[PC_EM_BUFS];
     double *root, *input; /* [K], [V][C + 1][K] */
     double *trans;        /* FP64 W, [G - 1][K][K] */
@@ -149,6 +150,29 @@ static pc_status exec_downward(void *ctx, int64_t n, int32_t g0, int32_t g1) {
     return exec_posterior(ctx, n, g0, g1);
 }
 
+/* A chain as the chain kernels walk it: each strand's groups one at a time, the strands one
+ * after the other, so a strand that read a group of another strand before it was done would
+ * read the poisoned buffers or the last pass's values. */
+static pc_status exec_forward_chain(void *ctx, int64_t n, int32_t chain) {
+    cpu_exec *x = ctx;
+    const pc_em_plan *p = x->p;
+    x->chain_calls++;
+    for (int32_t s = p->chains[chain].s0; s < p->chains[chain].s1; s++)
+        for (int32_t i = p->strand_start[s]; i < p->strand_start[s + 1]; i++)
+            exec_forward(ctx, n, p->strand_groups[i], p->strand_groups[i] + 1);
+    return PC_OK;
+}
+
+static pc_status exec_downward_chain(void *ctx, int64_t n, int32_t chain) {
+    cpu_exec *x = ctx;
+    const pc_em_plan *p = x->p;
+    x->chain_calls++;
+    for (int32_t s = p->chains[chain].s1 - 1; s >= p->chains[chain].s0; s--)
+        for (int32_t i = p->strand_start[s + 1] - 1; i >= p->strand_start[s]; i--)
+            exec_downward(ctx, n, p->strand_groups[i], p->strand_groups[i] + 1);
+    return PC_OK;
+}
+
 static void exec_init(cpu_exec *x, const pc_em_plan *p, const pc_hclt *m, int f32) {
     memset(x, 0, sizeof *x);
     x->p = p, x->f32 = f32;
@@ -188,8 +212,10 @@ static void exec_pass(cpu_exec *x, const pc_data *d, const int64_t *rows, int64_
             const int64_t at = r * p->V + v;
             x->xc[i * p->V + v] = d->missing && d->missing[at] ? (uint16_t)p->C : d->values[at];
         }
-    pc_em_ops ops = {x, exec_product, exec_gemm, exec_posterior, NULL, NULL};
+    pc_em_ops ops = {x, exec_product, exec_gemm, exec_posterior, NULL, NULL, NULL, NULL};
     if (x->fused) ops.forward = exec_forward, ops.downward = exec_downward;
+    if (x->fused && x->chained)
+        ops.forward_chain = exec_forward_chain, ops.downward_chain = exec_downward_chain;
     const int phases = PC_EM_PASS_FORWARD | PC_EM_PASS_DOWNWARD;
     assert_int_equal(pc_em_plan_pass(p, n, phases, &ops), PC_OK);
     const double *E = x->buf[PC_EM_BUF_E], *F = x->buf[PC_EM_BUF_F];
@@ -230,17 +256,21 @@ static double step_diff(const double *n, int64_t rows, int64_t row_step, int64_t
     return worst;
 }
 
+/* The executor's paths: per-step ops, fused per layer, fused with the chains. */
+enum exec_mode { EXEC_STEPS, EXEC_FUSED, EXEC_CHAINS };
+
 /* One EM step (step 0.9, pseudocount 0.1) from the plan executor's counts against pc_em_step's;
  * returns the largest relative difference of any parameter (in probability), and of the
- * log-likelihood into *ll_diff. */
+ * log-likelihood into *ll_diff; *chains gets the chain steps the passes ran. */
 static double step_vs_cpu(const pc_hclt *m, const pc_data *d, const int64_t *rows, int64_t n,
-                          int64_t chunk, int f32, int fused, double *ll_diff) {
+                          int64_t chunk, int f32, enum exec_mode mode, double *ll_diff,
+                          int64_t *chains) {
     const double step = 0.9, alpha = 0.1;
     pc_em_plan *p = NULL;
     assert_int_equal(pc_em_plan_create(m, chunk, &p), PC_OK);
     cpu_exec x;
     exec_init(&x, p, m, f32);
-    x.fused = fused;
+    x.fused = mode != EXEC_STEPS, x.chained = mode == EXEC_CHAINS;
     const int64_t K = p->K, T = p->G - 1, C = p->C;
     double *root = calloc((size_t)K, sizeof(double));
     double *trans = calloc((size_t)(T * K * K + 1), sizeof(double));
@@ -274,10 +304,51 @@ static double step_vs_cpu(const pc_hclt *m, const pc_data *d, const int64_t *row
         worst = dv > worst ? dv : worst;
     }
     free(root), free(trans), free(input);
+    *chains = x.chain_calls;
     pc_hclt_free(got);
     exec_free(&x);
     pc_em_plan_free(p);
     return worst;
+}
+
+/* The plan's chains: the maximal runs of at least two non-root layers of at most
+ * PC_EM_CHAIN_WIDTH groups, in layer order; their strands split each run's groups, each strand
+ * in increasing order, and every child a group has in its run is in its strand. */
+static void check_chains(const pc_em_plan *p) {
+    const pc_circuit *c = p->circuit;
+    const int32_t *ls = c->layer_start;
+    int32_t *strand_of = pc_test_alloc((size_t)p->G * sizeof(int32_t));
+    for (int32_t g = 0; g < p->G; g++) strand_of[g] = -1;
+    int32_t in_chain[64] = {0}; /* per layer (the trees here are shallower) */
+    assert_true(p->L <= 64);
+    int32_t last = 0, strands = 0;
+    for (int32_t i = 0; i < p->num_chains; i++) {
+        const pc_em_chain *ch = &p->chains[i];
+        assert_true(ch->l0 >= last && ch->l1 - ch->l0 >= 2 && ch->l1 <= p->L - 1);
+        assert_int_equal(ch->s0, strands);
+        for (int32_t l = ch->l0; l < ch->l1; l++) in_chain[l] = 1;
+        int32_t groups = 0;
+        for (int32_t s = ch->s0; s < ch->s1; s++)
+            for (int32_t j = p->strand_start[s]; j < p->strand_start[s + 1]; j++) {
+                const int32_t g = p->strand_groups[j];
+                assert_true(g >= ls[ch->l0] && g < ls[ch->l1] && strand_of[g] == -1);
+                if (j > p->strand_start[s]) assert_true(g > p->strand_groups[j - 1]);
+                strand_of[g] = s, groups++;
+            }
+        assert_int_equal(groups, ls[ch->l1] - ls[ch->l0]);
+        for (int32_t g = ls[ch->l0]; g < ls[ch->l1]; g++)
+            for (int32_t j = c->child_start[g]; j < c->child_start[g + 1]; j++)
+                if (c->group_children[j] >= ls[ch->l0])
+                    assert_int_equal(strand_of[c->group_children[j]], strand_of[g]);
+        last = ch->l1, strands = ch->s1;
+    }
+    for (int32_t l = 0; l + 1 < p->L; l++) {
+        const int narrow = ls[l + 1] - ls[l] <= PC_EM_CHAIN_WIDTH;
+        const int next = l + 2 < p->L && ls[l + 2] - ls[l + 1] <= PC_EM_CHAIN_WIDTH;
+        const int prev = l > 0 && ls[l] - ls[l - 1] <= PC_EM_CHAIN_WIDTH;
+        assert_int_equal(in_chain[l], narrow && (next || prev));
+    }
+    free(strand_of);
 }
 
 /* The plan's derived arrays and layouts on random models. */
@@ -305,6 +376,7 @@ static void test_plan_layout(void **state) {
             widest = w > widest ? w : widest;
         }
         assert_int_equal(p->max_width, widest);
+        check_chains(p);
         assert_int_equal(pc_em_plan_elems(p, PC_EM_BUF_E), (int64_t)p->G * 37 * K);
         assert_int_equal(pc_em_plan_elems(p, PC_EM_BUF_U), (int64_t)widest * 37 * K);
         assert_true(pc_em_plan_bytes(p, 74, 4) > pc_em_plan_bytes(p, 37, 4));
@@ -354,12 +426,13 @@ static void test_plan_layout(void **state) {
 }
 
 /* Random models (zero probabilities, shared latents, K from 1 to 33), random data with
- * missing values, passes of a chunk smaller than the step: the executor's step is pc_em_step's
- * to 1e-9. */
+ * missing values, passes of a chunk smaller than the step, on every path of the executor: the
+ * executor's step is pc_em_step's to 1e-9. Some models have chains. */
 static void test_pass_matches_cpu_em(void **state) {
     (void)state;
     const int32_t ks[6] = {1, 2, 5, 16, 17, 33};
-    for (int trial = 0; trial < 12; trial++) {
+    int64_t chains_run = 0;
+    for (int trial = 0; trial < 18; trial++) {
         const int32_t V = (int32_t)pc_hr_int(1, 24), C = (int32_t)pc_hr_int(2, 7);
         const int32_t K = ks[trial % 6];
         pc_hclt *m = pc_hr_model(V, C, K, 0.3, trial % 3 == 0);
@@ -370,7 +443,10 @@ static void test_pass_matches_cpu_em(void **state) {
         int64_t rows[97];
         for (int i = 0; i < 97; i++) rows[i] = pc_hr_int(0, count - 1);
         double ll_diff = 1;
-        const double worst = step_vs_cpu(m, &d, rows, 97, 40, 0, trial % 2, &ll_diff);
+        int64_t chains = 0;
+        const enum exec_mode mode = (enum exec_mode)((trial + trial / 6) % 3);
+        const double worst = step_vs_cpu(m, &d, rows, 97, 40, 0, mode, &ll_diff, &chains);
+        chains_run += chains;
         if (worst > 1e-9 || ll_diff > 1e-12)
             printf("V %d C %d K %d: parameters %.3g, LL %.3g\n", V, C, K, worst, ll_diff);
         assert_true(worst < 1e-9);
@@ -378,6 +454,7 @@ static void test_pass_matches_cpu_em(void **state) {
         free(values), free(missing);
         pc_hclt_free(m);
     }
+    assert_true(chains_run > 0);
 }
 
 /* The shipped model, one step on 512 MNIST training images: FP64 as the CPU to 1e-9 (the CPU's
@@ -393,8 +470,10 @@ static void test_shipped_model_f32(void **state) {
     int64_t rows[512];
     for (int i = 0; i < 512; i++) rows[i] = pc_hr_int(0, all->count - 1);
     double ll64 = 1, ll32 = 1;
-    const double d64 = step_vs_cpu(m, all, rows, 512, 512, 0, 1, &ll64);
-    const double d32 = step_vs_cpu(m, all, rows, 512, 512, 1, 0, &ll32);
+    int64_t chains = 0, unused = 0;
+    const double d64 = step_vs_cpu(m, all, rows, 512, 512, 0, EXEC_CHAINS, &ll64, &chains);
+    const double d32 = step_vs_cpu(m, all, rows, 512, 512, 1, EXEC_STEPS, &ll32, &unused);
+    assert_int_equal(chains, 2); /* the tree's top: one chain, up and down */
     printf("one step on 512 images: FP64 %.3g (LL %.3g), FP32 storage %.3g (LL %.3g)\n", d64,
            ll64, d32, ll32);
     assert_true(d64 < 1e-9);

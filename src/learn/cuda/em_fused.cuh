@@ -2,9 +2,11 @@
  *
  * At small K a pass is a chain of tiny steps, ~42 layers up and down for MNIST, and launches
  * dominate: the product, GEMM and posterior kernels of a layer become one forward and one
- * downward kernel here. A block takes one group and a tile of (256 / TW) * iter rows (em_plan.h:
- * iter from the pass's rows), a row to a sub-warp of TW lanes (TW = K rounded up to a power of
- * two), lane k holding state k. W_g sits in shared memory as FP64; a lane gets the others' values of its row by shuffles.
+ * downward kernel here, and a chain of narrow layers one of each (em_plan.h). A block takes one
+ * group (or a strand's groups one after the other) and a tile of (256 / TW) * iter rows
+ * (em_plan.h: iter from the pass's rows), a row to a sub-warp of TW lanes (TW = K rounded up to
+ * a power of two), lane k holding state k. W_g sits in shared memory as FP64; a lane gets the
+ * others' values of its row by shuffles.
  *
  * Forward, row b of group g: e = scaled product (as pc_em_product), then the message
  * s(j) = sum_k W[j][k] e(k) in k order, lane j. Downward: lane j holds a(j) (the ratio in S),
@@ -19,16 +21,17 @@
 #include "learn/cuda/em_kernels.cuh"
 #include "learn/cuda/em_plan.h"
 
-/* Grid (tiles, groups of the layer from g0); dynamic shared memory K * K doubles. The root
- * (alone in its layer) writes log p(x) instead of a message. */
+/* The forward of group g over tile `tile` by the whole block; wt: K * K doubles of shared
+ * memory. The root (alone in its layer) writes log p(x) instead of a message. */
 template <typename T, int TW>
-__global__ void __launch_bounds__(PC_EM_THREADS)
-    pc_em_fused_forward(pc_em_args a, int64_t n, int32_t iter, int32_t g0, const T *input, T *E,
-                        T *S, const T *W) {
-    extern __shared__ double wt[]; /* wt[k * K + j] = W_g[j][k] */
+static __device__ __forceinline__ void pc_em_fused_forward_group(const pc_em_args &a, int64_t n,
+                                                                 int32_t iter, int32_t g,
+                                                                 int64_t tile, const T *input,
+                                                                 T *E, T *S, const T *W,
+                                                                 double *wt) {
+    /* wt[k * K + j] = W_g[j][k] */
     const int K = a.K, lane = threadIdx.x % TW, sub = threadIdx.x / TW;
     const int subs = PC_EM_THREADS / TW;
-    const int32_t g = g0 + blockIdx.y;
     const bool root = g == a.G - 1;
     const int64_t ch = a.chunk;
     if (!root)
@@ -38,7 +41,7 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
     const int32_t vb = a.var_start[g], ve = a.var_start[g + 1];
     const int32_t cb = a.child_start[g], ce = a.child_start[g + 1];
     for (int it = 0; it < iter; it++) {
-        const int64_t row = ((int64_t)blockIdx.x * iter + it) * subs + sub;
+        const int64_t row = (tile * iter + it) * subs + sub;
         const bool live = row < n;
         const int64_t b = live ? row : 0;
         double v = 0;
@@ -78,6 +81,30 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
     }
 }
 
+/* Grid (tiles, groups of the layer from g0); dynamic shared memory K * K doubles. */
+template <typename T, int TW>
+__global__ void __launch_bounds__(PC_EM_THREADS)
+    pc_em_fused_forward(pc_em_args a, int64_t n, int32_t iter, int32_t g0, const T *input, T *E,
+                        T *S, const T *W) {
+    extern __shared__ double wt[];
+    pc_em_fused_forward_group<T, TW>(a, n, iter, g0 + blockIdx.y, blockIdx.x, input, E, S, W, wt);
+}
+
+/* A chain's forward (em_plan.h): grid (tiles, the chain's strands from s0), each block its
+ * strand's groups in order; shared memory as pc_em_fused_forward. */
+template <typename T, int TW>
+__global__ void __launch_bounds__(PC_EM_THREADS)
+    pc_em_chain_forward(pc_em_args a, int64_t n, int32_t iter, int32_t s0, const T *input, T *E,
+                        T *S, const T *W) {
+    extern __shared__ double wt[];
+    const int32_t s = s0 + blockIdx.y, i0 = a.strand_start[s], i1 = a.strand_start[s + 1];
+    for (int32_t i = i0; i < i1; i++) {
+        if (i > i0) __syncthreads(); /* the last group's W is read no more */
+        pc_em_fused_forward_group<T, TW>(a, n, iter, a.strand_groups[i], blockIdx.x, input, E, S,
+                                         W, wt);
+    }
+}
+
 /* W_g's entries per thread of a block (K <= PC_EM_FUSED_MAX_K): the downward kernel loads them
  * into registers first and stores them to shared memory only after row 0's loads are issued, so
  * that the two round trips to memory overlap (with one row per sub-warp, as at batch 512, a
@@ -89,8 +116,8 @@ static inline size_t pc_em_fused_downward_smem(int K, int TW) {
     return (size_t)K * K * (1 + PC_EM_THREADS / TW) * sizeof(double);
 }
 
-/* Grid (tiles, non-root groups of the layer from g0); dynamic shared memory
- * pc_em_fused_downward_smem: W_g, then each sub-warp's flows [subs][K][K]. Lane k of a sub-warp
+/* The downward of non-root group g over tile `tile` by the whole block; sh holds
+ * pc_em_fused_downward_smem bytes: W_g, then each sub-warp's flows [subs][K][K]. Lane k of a sub-warp
  * owns the entries [j][k] of its slice, so the rows add into shared memory without barriers;
  * held in registers instead (TW doubles a lane) the kernel took 114 registers at TW = 16, two
  * blocks per SM, and the layer's blocks ran in three waves where the forward's run in one. The
@@ -98,13 +125,13 @@ static inline size_t pc_em_fused_downward_smem(int K, int TW) {
  * [G - 1][tiles][K][K]. Bounded to 48 registers, 5 blocks per SM (H200: 4 blocks at 55
  * registers were 1-3 % slower at K = 16 and equal at K = 32, where shared memory allows 3). */
 template <typename T, int TW>
-__global__ void __launch_bounds__(PC_EM_THREADS, 5)
-    pc_em_fused_downward(pc_em_args a, int64_t n, int32_t iter, int32_t g0, T *E, T *S,
-                         const T *W, double *P, int64_t tiles) {
-    extern __shared__ double sh[];
+static __device__ __forceinline__ void pc_em_fused_downward_group(const pc_em_args &a, int64_t n,
+                                                                  int32_t iter, int32_t g,
+                                                                  int64_t tile, T *E, T *S,
+                                                                  const T *W, double *P,
+                                                                  int64_t tiles, double *sh) {
     const int K = a.K, lane = threadIdx.x % TW, sub = threadIdx.x / TW;
     const int subs = PC_EM_THREADS / TW;
-    const int32_t g = g0 + blockIdx.y;
     const int64_t ch = a.chunk;
     /* w[j * K + k] = W_g[j][k]; mine[j * K + k]: this sub-warp's sum of a(j) e(k) */
     double *w = sh, *part = sh + K * K, *mine = part + (int64_t)sub * K * K;
@@ -116,7 +143,7 @@ __global__ void __launch_bounds__(PC_EM_THREADS, 5)
         wr[r] = i < K * K ? (double)W[(int64_t)g * K * K + i] : 0.0;
     }
     /* row it's ratio and value, loaded one iteration ahead (this launch writes neither) */
-    const int64_t first = (int64_t)blockIdx.x * iter * subs + sub;
+    const int64_t first = tile * iter * subs + sub;
     double ratio_next = 0, e_next = 0;
     if (first < n && lane < K) {
         ratio_next = (double)S[((int64_t)g * ch + first) * K + lane];
@@ -131,7 +158,7 @@ __global__ void __launch_bounds__(PC_EM_THREADS, 5)
         for (int j = 0; j < K; j++) mine[j * K + lane] = 0;
     __syncthreads();
     for (int it = 0; it < iter; it++) {
-        const int64_t row = ((int64_t)blockIdx.x * iter + it) * subs + sub;
+        const int64_t row = (tile * iter + it) * subs + sub;
         const bool live = row < n;
         const int64_t at = ((int64_t)g * ch + (live ? row : 0)) * K + lane;
         const bool mine_live = live && lane < K;
@@ -159,11 +186,37 @@ __global__ void __launch_bounds__(PC_EM_THREADS, 5)
         }
     }
     __syncthreads();
-    double *out = P + ((int64_t)g * tiles + blockIdx.x) * K * K;
+    double *out = P + ((int64_t)g * tiles + tile) * K * K;
     for (int i = threadIdx.x; i < K * K; i += PC_EM_THREADS) {
         double sum = 0; /* sub-warps in order: a fixed sum */
         for (int s = 0; s < subs; s++) sum += part[(int64_t)s * K * K + i];
         out[i] = sum;
+    }
+}
+
+/* Grid (tiles, non-root groups of the layer from g0); dynamic shared memory
+ * pc_em_fused_downward_smem. */
+template <typename T, int TW>
+__global__ void __launch_bounds__(PC_EM_THREADS, 5)
+    pc_em_fused_downward(pc_em_args a, int64_t n, int32_t iter, int32_t g0, T *E, T *S,
+                         const T *W, double *P, int64_t tiles) {
+    extern __shared__ double sh[];
+    pc_em_fused_downward_group<T, TW>(a, n, iter, g0 + blockIdx.y, blockIdx.x, E, S, W, P, tiles,
+                                      sh);
+}
+
+/* A chain's downward (em_plan.h): grid (tiles, the chain's strands from s0), each block its
+ * strand's groups in reverse order (parents first); shared memory as pc_em_fused_downward. */
+template <typename T, int TW>
+__global__ void __launch_bounds__(PC_EM_THREADS, 5)
+    pc_em_chain_downward(pc_em_args a, int64_t n, int32_t iter, int32_t s0, T *E, T *S,
+                         const T *W, double *P, int64_t tiles) {
+    extern __shared__ double sh[];
+    const int32_t s = s0 + blockIdx.y, i0 = a.strand_start[s], i1 = a.strand_start[s + 1];
+    for (int32_t i = i1 - 1; i >= i0; i--) {
+        if (i < i1 - 1) __syncthreads(); /* the last group's W and flows are read no more */
+        pc_em_fused_downward_group<T, TW>(a, n, iter, a.strand_groups[i], blockIdx.x, E, S, W, P,
+                                          tiles, sh);
     }
 }
 

@@ -37,6 +37,7 @@ pc_em_args pc_em_gpu_args(const pc_em_gpu *g) {
     a.var_start = g->d_var_start, a.vars = g->d_vars;
     a.child_start = g->d_child_start, a.children = g->d_children;
     a.var_group = g->d_var_group, a.root_w = g->d_root;
+    a.strand_start = g->d_strand_start, a.strand_groups = g->d_strand_groups;
     a.xc = g->d_xc, a.xct = g->d_xct, a.off = g->d_off, a.logp = g->d_logp;
     a.chunk = p->chunk;
     a.V = p->V, a.C = p->C, a.K = p->K, a.G = p->G;
@@ -127,6 +128,14 @@ static pc_status upload_structure(pc_em_gpu *g) {
         (st = upload(g, (void **)&g->d_children, c->group_children, (G > 1 ? G - 1 : 1) * 4,
                      "structure")) ||
         (st = upload(g, (void **)&g->d_var_group, g->plan->var_group, V * 4, "structure")))
+        return st;
+    const pc_em_plan *p = g->plan;
+    const size_t strands = p->num_chains ? (size_t)p->chains[p->num_chains - 1].s1 : 0;
+    const size_t placed = (size_t)p->strand_start[strands];
+    if ((st = upload(g, (void **)&g->d_strand_start, p->strand_start, (strands + 1) * 4,
+                     "structure")) ||
+        (st = upload(g, (void **)&g->d_strand_groups, p->strand_groups,
+                     (placed > 0 ? placed : 1) * 4, "structure")))
         return st;
     return PC_OK;
 }
@@ -249,6 +258,7 @@ extern "C" void pc_em_gpu_free(pc_em_gpu *g) {
     if (g->d_input_c != g->d_input) cudaFree(g->d_input_c);
     for (int b = 1; b < PC_EM_BUFS; b++) cudaFree(g->d_buf[b]);
     void *dev[] = {g->d_var_start, g->d_vars, g->d_child_start, g->d_children, g->d_var_group,
+                   g->d_strand_start, g->d_strand_groups,
                    g->d_root, g->d_trans, g->d_input, g->d_n_root, g->d_n_trans, g->d_n_input,
                    g->d_off, g->d_xc, g->d_xct, g->d_logp, g->d_scale, g->d_rows, g->d_ws,
                    g->d_stage_values, g->d_stage_missing, g->d_partial};

@@ -11,51 +11,61 @@
 /* The kernels for one compute type T; KPL (values per lane) from K, or TW (lanes per row) on
  * the fused path. */
 template <typename T> struct pass_kernels {
-    /* Fused forward (which = 0) or downward (1) of groups [g0, g1) on TW lanes per row. */
+    /* Fused forward (which = 0) or downward (1) of groups [g0, g1) on TW lanes per row, or of
+     * the plan's chain `chain` when it is >= 0. */
     template <int TW>
     static pc_status fused(pc_em_gpu *g, const pc_em_args &a, int which, int64_t n, int32_t g0,
-                           int32_t g1) {
+                           int32_t g1, int32_t chain) {
         pc_status st = PC_OK;
         const int32_t iter = pc_em_plan_fused_iter(g->plan, n);
         const int64_t tiles = pc_em_plan_tiles(g->plan, n);
         const size_t kk = (size_t)a.K * a.K * sizeof(double);
         const size_t down = pc_em_fused_downward_smem(a.K, TW);
-        const dim3 grid((unsigned)tiles, (unsigned)(g1 - g0));
+        const pc_em_chain *c = chain >= 0 ? &g->plan->chains[chain] : NULL;
+        const dim3 grid((unsigned)tiles, (unsigned)(c ? c->s1 - c->s0 : g1 - g0));
         T *E = (T *)g->d_buf[PC_EM_BUF_E], *S = (T *)g->d_buf[PC_EM_BUF_S];
-        const T *W = (const T *)g->d_buf[PC_EM_BUF_W];
-        if (which == 0) {
-            pc_em_fused_forward<T, TW><<<grid, PC_EM_THREADS, kk, g->stream>>>(
-                a, n, iter, g0, (const T *)g->d_input_c, E, S, W);
-        } else {
+        const T *W = (const T *)g->d_buf[PC_EM_BUF_W], *in = (const T *)g->d_input_c;
+        if (which == 0 && c)
+            pc_em_chain_forward<T, TW><<<grid, PC_EM_THREADS, kk, g->stream>>>(a, n, iter, c->s0,
+                                                                              in, E, S, W);
+        else if (which == 0)
+            pc_em_fused_forward<T, TW><<<grid, PC_EM_THREADS, kk, g->stream>>>(a, n, iter, g0, in,
+                                                                              E, S, W);
+        else if (c)
+            pc_em_chain_downward<T, TW><<<grid, PC_EM_THREADS, down, g->stream>>>(
+                a, n, iter, c->s0, E, S, W, g->d_partial, tiles);
+        else
             pc_em_fused_downward<T, TW><<<grid, PC_EM_THREADS, down, g->stream>>>(
                 a, n, iter, g0, E, S, W, g->d_partial, tiles);
-        }
         PC_CUDA_CHECK(cudaGetLastError());
     fail:
         return st;
     }
-    /* The downward kernel's shared memory over the default 48 KB, which K = 27-32 need (K = 32:
+    /* The downward kernels' shared memory over the default 48 KB, which K = 27-32 need (K = 32:
      * 74 KB, 3 blocks per SM); set before a capture, as the graph's launches do not set it. */
     static pc_status allow_downward_smem(const pc_em_gpu *g) {
         pc_status st = PC_OK;
         const pc_em_args a = pc_em_gpu_args(g);
-        const size_t bytes = pc_em_fused_downward_smem(a.K, a.tw);
-        if (a.tw == 32 && bytes > 48 * 1024)
+        const int bytes = (int)pc_em_fused_downward_smem(a.K, a.tw);
+        if (a.tw == 32 && bytes > 48 * 1024) {
             PC_CUDA_CHECK(cudaFuncSetAttribute(pc_em_fused_downward<T, 32>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               (int)bytes));
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+            PC_CUDA_CHECK(cudaFuncSetAttribute(pc_em_chain_downward<T, 32>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+        }
     fail:
         return st;
     }
-    static pc_status fused_layer(pc_em_gpu *g, int which, int64_t n, int32_t g0, int32_t g1) {
+    static pc_status fused_layer(pc_em_gpu *g, int which, int64_t n, int32_t g0, int32_t g1,
+                                 int32_t chain) {
         const pc_em_args a = pc_em_gpu_args(g);
         switch (a.tw) {
-        case 1: return fused<1>(g, a, which, n, g0, g1);
-        case 2: return fused<2>(g, a, which, n, g0, g1);
-        case 4: return fused<4>(g, a, which, n, g0, g1);
-        case 8: return fused<8>(g, a, which, n, g0, g1);
-        case 16: return fused<16>(g, a, which, n, g0, g1);
-        default: return fused<32>(g, a, which, n, g0, g1);
+        case 1: return fused<1>(g, a, which, n, g0, g1, chain);
+        case 2: return fused<2>(g, a, which, n, g0, g1, chain);
+        case 4: return fused<4>(g, a, which, n, g0, g1, chain);
+        case 8: return fused<8>(g, a, which, n, g0, g1, chain);
+        case 16: return fused<16>(g, a, which, n, g0, g1, chain);
+        default: return fused<32>(g, a, which, n, g0, g1, chain);
         }
     }
     template <int KPL>
@@ -126,12 +136,14 @@ template <typename T> struct pass_kernels {
     }
 };
 
-/* Row kernels (fused = 0) or the fused layer kernels (1), up (which = 0) or down (1). */
-static pc_status launch(void *ctx, int fused, int which, int64_t n, int32_t g0, int32_t g1) {
+/* Row kernels (fused = 0) or the fused kernels (1) of a layer (chain -1) or a chain, up
+ * (which = 0) or down (1). */
+static pc_status launch(void *ctx, int fused, int which, int64_t n, int32_t g0, int32_t g1,
+                        int32_t chain = -1) {
     pc_em_gpu *g = (pc_em_gpu *)ctx;
     if (fused)
-        return g->f32 ? pass_kernels<float>::fused_layer(g, which, n, g0, g1)
-                      : pass_kernels<double>::fused_layer(g, which, n, g0, g1);
+        return g->f32 ? pass_kernels<float>::fused_layer(g, which, n, g0, g1, chain)
+                      : pass_kernels<double>::fused_layer(g, which, n, g0, g1, chain);
     return g->f32 ? pass_kernels<float>::rows(g, which, n, g0, g1)
                   : pass_kernels<double>::rows(g, which, n, g0, g1);
 }
@@ -156,6 +168,15 @@ static pc_status op_downward(void *ctx, int64_t n, int32_t g0, int32_t g1) {
     pc_status st = PC_OK;
     if (g1 > root && (st = op_posterior(ctx, n, root, g1))) return st;
     return ge > g0 ? launch(ctx, 1, 1, n, g0, ge) : PC_OK;
+}
+
+/* A chain of narrow layers in one launch, up or down (none of them holds the root). */
+static pc_status op_forward_chain(void *ctx, int64_t n, int32_t chain) {
+    return launch(ctx, 1, 0, n, 0, 0, chain);
+}
+
+static pc_status op_downward_chain(void *ctx, int64_t n, int32_t chain) {
+    return launch(ctx, 1, 1, n, 0, 0, chain);
 }
 
 static pc_status op_gemm(void *ctx, const pc_em_gemm *op) {
@@ -192,8 +213,11 @@ enum pass_stages { STAGE_FORWARD = 1, STAGE_DOWNWARD = 2, STAGE_ALL = 3 };
 static pc_status enqueue_pass(pc_em_gpu *g, int64_t n, const pc_em_source &src, int stages) {
     pc_status st = PC_OK;
     const pc_em_args a = pc_em_gpu_args(g);
-    pc_em_ops ops = {g, op_product, op_gemm, op_posterior, NULL, NULL};
-    if (g->fused) ops.forward = op_forward, ops.downward = op_downward;
+    pc_em_ops ops = {g, op_product, op_gemm, op_posterior, NULL, NULL, NULL, NULL};
+    if (g->fused) {
+        ops.forward = op_forward, ops.downward = op_downward;
+        ops.forward_chain = op_forward_chain, ops.downward_chain = op_downward_chain;
+    }
     const dim3 grid((unsigned)((n + 31) / 32), (unsigned)((a.V + 31) / 32)), block(32, 8);
     const int phases = stages == STAGE_FORWARD ? PC_EM_PASS_FORWARD
                                                : PC_EM_PASS_FORWARD | PC_EM_PASS_DOWNWARD;

@@ -34,6 +34,7 @@ struct pc_em_args {
     const int32_t *var_start, *vars;     /* [G + 1], [V] */
     const int32_t *child_start, *children; /* [G + 1], [G - 1] */
     const int32_t *var_group;            /* [V] */
+    const int32_t *strand_start, *strand_groups; /* the plan's chains (em_plan.h) */
     const double *root_w;                /* [K] */
     const uint16_t *xc;                  /* [chunk][V] value, or C for a missing one */
     const uint16_t *xct;                 /* [V][chunk] the same, transposed */

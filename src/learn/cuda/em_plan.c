@@ -9,7 +9,60 @@ void pc_em_plan_free(pc_em_plan *plan) {
     if (!plan) return;
     pc_circuit_free(plan->circuit);
     free(plan->var_group);
+    free(plan->chains);
+    free(plan->strand_start);
+    free(plan->strand_groups);
     free(plan);
+}
+
+/* Root of g's piece in the union-find forest `up` (path halving). */
+static int32_t piece_of(int32_t *up, int32_t g) {
+    while (up[g] != g) g = up[g] = up[up[g]];
+    return g;
+}
+
+/* The chains and their strands (em_plan.h). */
+static pc_status find_chains(pc_em_plan *p) {
+    const pc_circuit *c = p->circuit;
+    const int32_t *ls = c->layer_start;
+    p->chains = malloc((size_t)p->L * sizeof *p->chains);
+    p->strand_start = malloc(((size_t)p->G + 1) * sizeof(int32_t));
+    p->strand_groups = calloc((size_t)p->G, sizeof(int32_t));
+    int32_t *up = malloc((size_t)p->G * sizeof(int32_t));
+    uint8_t *seen = calloc((size_t)p->G, 1); /* pieces (by their root) given a strand */
+    if (!p->chains || !p->strand_start || !p->strand_groups || !up || !seen) {
+        free(up), free(seen);
+        return pc_fail(PC_ERR_NOMEM, "GPU EM plan: chains of %d groups", p->G);
+    }
+    int32_t strands = 0, placed = 0;
+    p->strand_start[0] = 0;
+    for (int32_t l0 = 0, l1; l0 + 1 < p->L; l0 = l1) {
+        l1 = l0 + 1;
+        if (ls[l0 + 1] - ls[l0] > PC_EM_CHAIN_WIDTH) continue;
+        while (l1 + 1 < p->L && ls[l1 + 1] - ls[l1] <= PC_EM_CHAIN_WIDTH) l1++;
+        if (l1 - l0 < 2) continue;
+        const int32_t g0 = ls[l0], g1 = ls[l1];
+        for (int32_t g = g0; g < g1; g++) up[g] = g;
+        for (int32_t g = g0; g < g1; g++)
+            for (int32_t j = c->child_start[g]; j < c->child_start[g + 1]; j++) {
+                const int32_t kid = c->group_children[j];
+                if (kid >= g0) up[piece_of(up, kid)] = piece_of(up, g);
+            }
+        pc_em_chain *ch = &p->chains[p->num_chains++];
+        ch->l0 = l0, ch->l1 = l1, ch->s0 = strands;
+        /* strands in the order of their first group, each group's in increasing order */
+        for (int32_t first = g0; first < g1; first++) {
+            const int32_t piece = piece_of(up, first);
+            if (seen[piece]) continue;
+            seen[piece] = 1;
+            for (int32_t g = first; g < g1; g++)
+                if (piece_of(up, g) == piece) p->strand_groups[placed++] = g;
+            p->strand_start[++strands] = placed;
+        }
+        ch->s1 = strands;
+    }
+    free(up), free(seen);
+    return PC_OK;
 }
 
 pc_status pc_em_plan_create(const pc_hclt *model, int64_t chunk, pc_em_plan **out) {
@@ -44,6 +97,10 @@ pc_status pc_em_plan_create(const pc_hclt *model, int64_t chunk, pc_em_plan **ou
         int32_t end = c->layer_start[l + 1] < p->G - 1 ? c->layer_start[l + 1] : p->G - 1;
         int32_t w = end - c->layer_start[l];
         p->max_width = w > p->max_width ? w : p->max_width;
+    }
+    if ((st = find_chains(p))) {
+        pc_em_plan_free(p);
+        return st;
     }
     *out = p;
     return PC_OK;
@@ -149,9 +206,16 @@ pc_status pc_em_plan_pass(const pc_em_plan *p, int64_t n, int phases, const pc_e
                        (long long)n, (long long)p->chunk);
     const int32_t *ls = p->circuit->layer_start, root = p->G - 1;
     const int fused = ops->forward && ops->downward;
+    const int chained = fused && ops->forward_chain && ops->downward_chain;
     pc_status st = PC_OK;
+    int32_t next = 0; /* the first chain not yet run */
     for (int32_t l = 0; l < p->L && st == PC_OK && (phases & PC_EM_PASS_FORWARD); l++) {
         const int32_t g0 = ls[l], g1 = ls[l + 1], ge = g1 < root ? g1 : root;
+        if (chained && next < p->num_chains && p->chains[next].l0 == l) {
+            st = ops->forward_chain(ops->ctx, n, next);
+            l = p->chains[next++].l1 - 1;
+            continue;
+        }
         if (fused) {
             st = ops->forward(ops->ctx, n, g0, g1);
             continue;
@@ -162,8 +226,14 @@ pc_status pc_em_plan_pass(const pc_em_plan *p, int64_t n, int phases, const pc_e
             st = ops->gemm(ops->ctx, &op);
         }
     }
+    next = p->num_chains - 1; /* the last chain not yet run */
     for (int32_t l = p->L - 1; l >= 0 && st == PC_OK && (phases & PC_EM_PASS_DOWNWARD); l--) {
         const int32_t g0 = ls[l], g1 = ls[l + 1], ge = g1 < root ? g1 : root;
+        if (chained && next >= 0 && p->chains[next].l1 - 1 == l) {
+            st = ops->downward_chain(ops->ctx, n, next);
+            l = p->chains[next--].l0;
+            continue;
+        }
         if (fused) {
             st = ops->downward(ops->ctx, n, g0, g1);
             continue;

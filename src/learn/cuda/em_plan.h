@@ -56,12 +56,33 @@ typedef enum pc_em_buf {
 #define PC_EM_FUSED_MAX_ITER 8
 #define PC_EM_FUSED_BLOCKS 1024
 
+/* Chains (fused path): a run of at least two consecutive non-root layers of at most
+ * PC_EM_CHAIN_WIDTH groups each runs as one forward and one downward launch instead of one per
+ * layer. The MNIST tree's top is two long branches: 23 of its 42 layers hold two groups, each
+ * layer's launch at batch 512 only 64 blocks that wait on a few dependent round trips to memory
+ * (6-8 us), 37-39 % of a pass's kernel time. A chain's groups fall into strands, the connected
+ * pieces of the run under parent-child edges (two strands there, one per branch): a block per
+ * (tile, strand) walks its strand's groups in layer order, up or down, so each group's children
+ * in the run come before it in the forward and its parent before it in the downward. Every group
+ * gives a thread the same rows and lanes, so what a group leaves for the next in the strand is
+ * read back by the thread that wrote it; the tiles, and so the flows' sums, are the layers'. */
+#define PC_EM_CHAIN_WIDTH 2
+
+typedef struct pc_em_chain {
+    int32_t l0, l1; /* layers [l0, l1) */
+    int32_t s0, s1; /* strands [s0, s1) of the plan's strand lists */
+} pc_em_chain;
+
 typedef struct pc_em_plan {
     pc_circuit *circuit; /* owned */
     int32_t V, C, K, G, L;
     int32_t *var_group; /* [V] the group whose latent each variable has */
     int32_t max_width;  /* most non-root groups in one layer (>= 1) */
     int64_t chunk;      /* rows per pass the buffers hold */
+    int32_t num_chains;
+    pc_em_chain *chains;    /* [num_chains] in layer order */
+    int32_t *strand_start;  /* [strands + 1] CSR offsets into strand_groups */
+    int32_t *strand_groups; /* each strand's groups in increasing order (children first) */
 } pc_em_plan;
 
 /* Compiles the model and derives the plan for passes of up to `chunk` rows. */
@@ -110,6 +131,9 @@ typedef struct pc_em_ops {
      * flows, posteriors and children's ratios (downward), in place of the three above. */
     pc_status (*forward)(void *ctx, int64_t n, int32_t g0, int32_t g1);
     pc_status (*downward)(void *ctx, int64_t n, int32_t g0, int32_t g1);
+    /* The fused path, optional (NULL: layer by layer): a whole chain of the plan, up or down. */
+    pc_status (*forward_chain)(void *ctx, int64_t n, int32_t chain);
+    pc_status (*downward_chain)(void *ctx, int64_t n, int32_t chain);
 } pc_em_ops;
 
 /* The batched GEMM of groups [g0, g1) (non-root, one layer) of a pass of n rows: which = 0 the
@@ -122,7 +146,8 @@ pc_em_gemm pc_em_plan_gemm(const pc_em_plan *plan, int64_t n, int32_t g0, int32_
 #define PC_EM_PASS_DOWNWARD 2
 
 /* Runs the `phases` of one pass over n (1 <= n <= chunk) gathered rows through ops: forward and
- * downward per layer when ops has them, else products, GEMMs and posteriors. */
+ * downward per layer (per chain where ops has the chain steps) when ops has them, else
+ * products, GEMMs and posteriors. */
 pc_status pc_em_plan_pass(const pc_em_plan *plan, int64_t n, int phases, const pc_em_ops *ops);
 
 /* The model's parameters as probabilities in the plan's layouts: root [K]; trans [G - 1][K][K]
