@@ -462,6 +462,9 @@ extern "C" pc_status pc_lse_rows_cuda(pc_lse_kernel kernel, pc_dtype dtype, cons
             return pc_fail(PC_ERR_ARG, "pc_lse_rows_cuda: d_x is not aligned to its %zu-byte elements",
                            pc_dtype_size(dtype));
     }
+    /* rows_block with 8 loads in flight (f32; 4 of f16's): H200, 192 x 128256 f32 33.1 -> 28.3 us,
+     * 256 rows 36.8 -> 33.9, 1 x 4M 16.2 -> 12.7, f16 512 x 128256 38.3 -> 35.7; 512 x 128256 f32
+     * 63.0 -> 62.4 (with the streaming loads); within 0.4 us elsewhere. */
     if (kernel == PC_LSE_FUSE && dtype == PC_F32)
         return run_rows<FuseP<float, 4, 8>>(d_x, rows, cols, stride, d_out, d_scratch, scratch_bytes, s);
     if (kernel == PC_LSE_FUSE && dtype == PC_F16)
