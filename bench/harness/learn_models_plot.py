@@ -58,6 +58,21 @@ def main():
                 for k, bpd, sec in pts:
                     ax.annotate(f"{sec:.0f} s", (k, bpd), textcoords="offset points",
                                 xytext=(4, 4), fontsize=7)
+        # the best test point per K over every run, the sweeps included (other pseudocounts and
+        # schedules), where it beats the default schedule's
+        best = {}
+        for m in models:
+            if dataset_of(m) == ds and "test" in m:
+                k, bpd = m["latents"], m["test"]["bits_per_dim"]
+                if k not in best or bpd < best[k][0]:
+                    best[k] = (bpd, m["pseudocount"])
+        pts = sorted((k, b, pc) for k, (b, pc) in best.items())
+        if any(m["name"].startswith("sweep") and dataset_of(m) == ds for m in models):
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "*:", color="g",
+                    label="test, best of any run")
+            for k, bpd, pc in pts:
+                ax.annotate(f"pc {pc:g}", (k, bpd), textcoords="offset points", xytext=(4, -10),
+                            fontsize=7, color="g")
         if ds == "mnist":
             ax.axhline(1.17, color="r", ls="--", alpha=0.5, label="goal at K = 256: 1.17")
         ax.set_xscale("log", base=2)
