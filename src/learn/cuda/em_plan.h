@@ -65,7 +65,8 @@ typedef enum pc_em_buf {
  * (tile, strand) walks its strand's groups in layer order, up or down, so each group's children
  * in the run come before it in the forward and its parent before it in the downward. Every group
  * gives a thread the same rows and lanes, so what a group leaves for the next in the strand is
- * read back by the thread that wrote it; the tiles, and so the flows' sums, are the layers'. */
+ * read back by the thread that wrote it; the tiles, and so the flows' sums, are the layers'.
+ * H200, K = 16, batch 512: forward 0.286 -> 0.250 ms, downward 0.270 -> 0.249 ms. */
 #define PC_EM_CHAIN_WIDTH 2
 
 typedef struct pc_em_chain {
