@@ -118,12 +118,12 @@ static inline size_t pc_em_fused_downward_smem(int K, int TW) {
 
 /* The downward of non-root group g over tile `tile` by the whole block; sh holds
  * pc_em_fused_downward_smem bytes: W_g, then each sub-warp's flows [subs][K][K]. Lane k of a
- * sub-warp owns the entries [j][k] of its slice, so the rows add into shared memory without barriers;
- * held in registers instead (TW doubles a lane) the kernel took 114 registers at TW = 16, two
- * blocks per SM, and the layer's blocks ran in three waves where the forward's run in one. The
- * block's threads then sum the slices over the sub-warps in order, an entry each. P is
- * [G - 1][tiles][K][K]. Bounded to 48 registers, 5 blocks per SM (H200: 4 blocks at 55
- * registers were 1-3 % slower at K = 16 and equal at K = 32, where shared memory allows 3). */
+ * sub-warp owns the entries [j][k] of its slice, so the rows add into shared memory without
+ * barriers; held in registers instead (TW doubles a lane) the kernel took 114 registers at TW =
+ * 16, two blocks per SM, and the layer's blocks ran in three waves where the forward's run in
+ * one. The block's threads then sum the slices over the sub-warps in order, an entry each. P is
+ * [G - 1][tiles][K][K]. Bounded to 48 registers, 5 blocks per SM (H200: 4 blocks at 55 registers
+ * were 1-3 % slower at K = 16 and equal at K = 32, where shared memory allows 3). */
 template <typename T, int TW>
 static __device__ __forceinline__ void pc_em_fused_downward_group(const pc_em_args &a, int64_t n,
                                                                   int32_t iter, int32_t g,
