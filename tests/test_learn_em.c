@@ -1,5 +1,5 @@
-/* EM and the learner's forward pass: exact values, monotone full-batch EM, determinism across
- * thread counts, argument checks. */
+/* EM and the learner's forward pass: exact values, one EM step against its definition by
+ * enumeration, monotone full-batch EM, determinism across thread counts, argument checks. */
 #include <math.h>
 #include <omp.h>
 #include <setjmp.h>
@@ -221,6 +221,99 @@ static void test_loglik_matches_definition(void **state) {
             }
         }
         pc_data_free(d);
+        pc_hclt_free(m);
+    }
+}
+
+/* The variable whose latent v's is: v itself, or for a variable sharing its parent's latent,
+ * that of its parent. */
+static int32_t latent_owner(const pc_hclt *m, int32_t v) {
+    while (m->parent[v] >= 0 && m->trans_index[v] < 0) v = m->parent[v];
+    return v;
+}
+
+/* One EM step against its definition on tiny random models: the expected counts by enumerating
+ * every assignment of the latents (K^latents terms per row), the estimate (N + a / size) /
+ * (sum N + a), then p <- (1 - step) p + step est. Missing values, shared latents, zero
+ * probabilities, C = 2 to 5, pseudocounts 0 to 1, full and mini-batch steps. */
+static void test_em_step_matches_enumeration(void **state) {
+    (void)state;
+    pc_rng rng = {g_seed ^ 0x5eed};
+    for (int trial = 0; trial < 24; trial++) {
+        const int32_t V = 1 + (int32_t)pc_rng_below(&rng, 5);
+        const int32_t C = 2 + (int32_t)pc_rng_below(&rng, 4);
+        const int32_t K = 1 + (int32_t)pc_rng_below(&rng, 3);
+        const double alpha = 0.5 * (trial % 3), step = trial % 4 ? 0.6 : 1.0;
+        pc_hclt *m = random_model(V, C, K, &rng);
+        enum { N = 30 };
+        uint8_t x[N * 5], miss[N * 5];
+        for (int r = 0; r < N; r++)
+            do { /* rows of zero probability say nothing to EM: draw again */
+                for (int v = 0; v < V; v++) {
+                    x[r * V + v] = (uint8_t)pc_rng_below(&rng, (uint64_t)C);
+                    miss[r * V + v] = pc_rng_unit(&rng) < 0.2;
+                }
+            } while (!isfinite(ref_loglik(m, x + r * V, miss + r * V)));
+        /* counts by enumeration: z[v] is the state of the latent v owns (others unused) */
+        double n_root[3] = {0}, n_trans[5 * 9] = {0}, n_input[5 * 3 * 5] = {0};
+        int32_t owner[5], z[5];
+        for (int32_t v = 0; v < V; v++) owner[v] = latent_owner(m, v);
+        int64_t configs = 1;
+        for (int32_t v = 0; v < V; v++) configs *= owner[v] == v ? K : 1;
+        for (int r = 0; r < N; r++) {
+            const uint8_t *xr = x + r * V, *mr = miss + r * V;
+            const double px = exp(ref_loglik(m, xr, mr));
+            for (int64_t cfg = 0; cfg < configs; cfg++) {
+                int64_t rest = cfg;
+                for (int32_t v = 0; v < V; v++)
+                    if (owner[v] == v) z[v] = (int32_t)(rest % K), rest /= K;
+                double lw = 0;
+                for (int32_t v = 0; v < V; v++) {
+                    const int32_t t = m->trans_index[v], p = m->parent[v];
+                    if (p < 0) lw += m->root_logw[z[v]];
+                    if (t >= 0) lw += m->trans_logw[((int64_t)t * K + z[owner[p]]) * K + z[v]];
+                    if (!mr[v]) lw += m->input_logp[((int64_t)v * K + z[owner[v]]) * C + xr[v]];
+                }
+                const double post = exp(lw) / px;
+                for (int32_t v = 0; v < V; v++) {
+                    const int32_t t = m->trans_index[v], p = m->parent[v];
+                    if (p < 0) n_root[z[v]] += post;
+                    if (t >= 0) n_trans[(t * K + z[owner[p]]) * K + z[v]] += post;
+                    if (!mr[v]) n_input[(v * K + z[owner[v]]) * C + xr[v]] += post;
+                }
+            }
+        }
+        pc_em *em = NULL;
+        pc_hclt *got = NULL;
+        assert_int_equal(pc_hclt_create(V, C, K, m->num_trans, &got), PC_OK);
+        memcpy(got->parent, m->parent, (size_t)V * sizeof(int32_t));
+        memcpy(got->trans_index, m->trans_index, (size_t)V * sizeof(int32_t));
+        assert_int_equal(pc_em_create(m, &em), PC_OK);
+        pc_data d = {.count = N, .width = V, .values = x, .missing = miss};
+        assert_int_equal(pc_em_step(em, &d, NULL, N, step, alpha, NULL), PC_OK);
+        assert_int_equal(pc_em_export(em, got), PC_OK);
+        const double *old[3] = {m->root_logw, m->trans_logw, m->input_logp};
+        const double *new_[3] = {got->root_logw, got->trans_logw, got->input_logp};
+        const double *cnt[3] = {n_root, n_trans, n_input};
+        const int64_t len[3] = {K, (int64_t)m->num_trans * K * K, (int64_t)V * K * C};
+        const int64_t size[3] = {K, K, C};
+        for (int a = 0; a < 3; a++)
+            for (int64_t r0 = 0; r0 < len[a]; r0 += size[a]) {
+                double total = 0;
+                for (int64_t i = 0; i < size[a]; i++) total += cnt[a][r0 + i];
+                for (int64_t i = 0; i < size[a]; i++) {
+                    const double p_old = exp(old[a][r0 + i]), p_new = exp(new_[a][r0 + i]);
+                    const double est = (cnt[a][r0 + i] + alpha / size[a]) / (total + alpha);
+                    const double want = total + alpha > 0 ? (1 - step) * p_old + step * est
+                                                          : p_old;
+                    if (!(fabs(p_new - want) < 1e-9))
+                        printf("trial %d V %d C %d K %d: array %d entry %lld: %.12g vs %.12g\n",
+                               trial, V, C, K, a, (long long)(r0 + i), p_new, want);
+                    assert_true(fabs(p_new - want) < 1e-9);
+                }
+            }
+        pc_em_free(em);
+        pc_hclt_free(got);
         pc_hclt_free(m);
     }
 }
@@ -456,6 +549,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loglik_worked_example),
         cmocka_unit_test(test_loglik_matches_definition),
+        cmocka_unit_test(test_em_step_matches_enumeration),
         cmocka_unit_test(test_em_kernels_agree),
         cmocka_unit_test(test_full_batch_em_monotone),
         cmocka_unit_test(test_em_deterministic),
