@@ -95,6 +95,8 @@ static void test_json_and_binary_data(void **state) {
     assert_true(out[0] == '{' && strstr(out, "}\n") != NULL);
     assert_non_null(strstr(out, "\"epoch\": 3, \"full_batch\": true"));
     assert_true(json_number(out, "\"categories_used\": ") == 2);
+    assert_true(json_number(out, "\"smooth\": ") == 0.1); /* the defaults */
+    assert_true(json_number(out, "\"smooth_width\": ") == 8);
     assert_true(json_number(out, "\"transition_rows\": ") > 0); /* not collapsed to a star */
     assert_true(json_number(out, "\"ll\": ") < 0 && json_number(out, "\"ll\": ") > -11.1);
     assert_true(contains("err.txt", "warning: the data uses 2 of the model's 256 categories"));

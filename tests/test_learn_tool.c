@@ -100,6 +100,10 @@ static void test_usage_errors(void **state) {
     assert_true(file_contains("err.txt", "many"));
     assert_int_equal(run("--latents 4 --pseudocount nan -o x.h5"), 2);
     assert_int_equal(run("--latents 4 --step-start 1.5 -o x.h5"), 2);
+    assert_int_equal(run("--latents 4 --smooth 1.5 -o x.h5"), 2);
+    assert_true(file_contains("err.txt", "--smooth '1.5'"));
+    assert_int_equal(run("--latents 4 --smooth-width 0 -o x.h5"), 2);
+    assert_int_equal(run("--latents 4 --smooth-width inf -o x.h5"), 2);
     assert_int_equal(run("--latents 4 --frobnicate 3 -o x.h5"), 2);
     assert_true(file_contains("err.txt", "--frobnicate"));
     assert_int_equal(run("--latents 4 --epochs 0 --full-epochs 0 -o x.h5"), 2);

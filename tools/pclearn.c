@@ -1,7 +1,8 @@
 /* pclearn: learns an HCLT from data (mutual information -> Chow-Liu tree -> EM) and writes it.
  *
  *   pclearn --latents K [--epochs E] [--batch N] [--full-epochs F] [--pseudocount A]
- *           [--step-start A0] [--step-end A1] [--bins B] [--mi-rows M] [--data FILE]
+ *           [--smooth W] [--smooth-width S] [--step-start A0] [--step-end A1] [--bins B]
+ *           [--mi-rows M] [--data FILE]
  *           [--valid FILE] [--seed S] [--threads T] [--f64] [--device cpu|cuda] [--em-f32]
  *           [--json] -o MODEL.h5
  *   mpirun -np R pclearn ...   data-parallel EM over R processes (one GPU each with --device
@@ -32,7 +33,7 @@
 
 typedef struct options {
     long latents, epochs, batch, full_epochs, bins, mi_rows, threads;
-    double pseudocount, step_start, step_end;
+    double pseudocount, smooth, smooth_width, step_start, step_end;
     unsigned long long seed;
     const char *data, *valid, *out, *dataset;
     int f64, em_f32, json;
@@ -53,6 +54,11 @@ static const char usage_text[] =
     "  --batch N          mini-batch size (default 512)\n"
     "  --full-epochs F    full-batch EM epochs after the mini-batch ones (default 1)\n"
     "  --pseudocount A    pseudocount per distribution (default 0.1)\n"
+    "  --smooth W         after EM, move a share W of each input row's inner values\n"
+    "                     1..C-2 to their neighbours (a Gaussian over the values, the end\n"
+    "                     values 0 and C-1 kept); values must be ordered, as pixel\n"
+    "                     intensities are (0..1, default 0.1; 0: off)\n"
+    "  --smooth-width S   the Gaussian's width in values (default 8)\n"
     "  --step-start A0    mini-batch step size at the first batch (default 0.9)\n"
     "  --step-end A1      step size at the last batch, linear in between (default 0.1)\n"
     "  --bins B           value bins for the mutual information (default 16)\n"
@@ -107,6 +113,8 @@ static int parse_args(int argc, char **argv, options *o) {
                    .mi_rows = 20000,
                    .threads = 0,
                    .pseudocount = 0.1,
+                   .smooth = 0.1,
+                   .smooth_width = 8,
                    .step_start = 0.9,
                    .step_end = 0.1,
                    .seed = 1,
@@ -144,6 +152,10 @@ static int parse_args(int argc, char **argv, options *o) {
             ok = parse_long(a, v, 1, 1024, &o->threads);
         else if (!strcmp(a, "--pseudocount"))
             ok = parse_double(a, v, 0, 1e9, &o->pseudocount);
+        else if (!strcmp(a, "--smooth"))
+            ok = parse_double(a, v, 0, 1, &o->smooth);
+        else if (!strcmp(a, "--smooth-width"))
+            ok = parse_double(a, v, 0.01, 1e6, &o->smooth_width);
         else if (!strcmp(a, "--step-start"))
             ok = parse_double(a, v, 1e-9, 1, &o->step_start);
         else if (!strcmp(a, "--step-end"))
@@ -332,13 +344,13 @@ static void print_json(const options *o, const summary *s, const epoch_stat *sta
     printf(", \"latents\": %ld, \"variables\": %d, \"categories\": %d, "
            "\"categories_used\": %d, \"transition_rows\": %d, \"device\": \"%s\", "
            "\"em_precision\": \"%s\", \"processes\": %d, \"seed\": %llu, \"batch\": %ld, "
-           "\"pseudocount\": %g, "
+           "\"pseudocount\": %g, \"smooth\": %g, \"smooth_width\": %g, "
            "\"structure_s\": %.3f, \"em_s\": %.3f, \"write_s\": %.3f, \"score_s\": %.3f, "
            "\"total_s\": %.3f,\n \"epochs\": [",
            o->latents, s->vars, s->cats, s->used, s->trans,
            o->device == PC_EM_CUDA ? "cuda" : "cpu",
            o->device == PC_EM_CUDA && o->em_f32 ? "fp32" : "fp64", s->ranks, o->seed, o->batch,
-           o->pseudocount, s->structure_s, s->em_s, s->write_s, s->score_s, s->total_s);
+           o->pseudocount, o->smooth, o->smooth_width, s->structure_s, s->em_s, s->write_s, s->score_s, s->total_s);
     for (long e = 0; e < o->epochs + o->full_epochs; e++)
         printf("%s\n  {\"epoch\": %ld, \"full_batch\": %s, \"step_first\": %.6g, "
                "\"step_last\": %.6g, \"train_ll\": %.6f, \"seconds\": %.3f}",
@@ -471,10 +483,15 @@ int main(int argc, char **argv) {
     t0 = now_s();
     if (train(&o, em, d, stats)) goto fail;
     const double t_em = now_s() - t0;
-    if (pc_em_export(em, model) != PC_OK || pc_hclt_validate(model, "learned model") != PC_OK) {
+    if (pc_em_export(em, model) != PC_OK ||
+        pc_learn_smooth_inputs(model, o.smooth, o.smooth_width) != PC_OK ||
+        pc_hclt_validate(model, "learned model") != PC_OK) {
         call_failed("learned model");
         goto fail;
     }
+    if (!o.quiet && o.smooth > 0)
+        fprintf(stderr, "inputs smoothed: a share %g of the inner values to their neighbours, "
+                        "width %g (--smooth 0: off)\n", o.smooth, o.smooth_width);
     if (mpi.rank != 0) { /* done: rank 0 writes and scores the model all the ranks learned */
         rc = 0;
         goto fail;

@@ -12,15 +12,19 @@ _SHUFFLE_SALT = 0x5DEECE66D  # pclearn's shuffle stream: seed ^ salt
 
 
 def learn(x, latents, epochs=10, batch=512, full_epochs=1, pseudocount=0.1, step_start=0.9,
-          step_end=0.1, bins=16, mi_rows=20000, seed=1, num_cats=256, progress=None):
+          step_end=0.1, bins=16, mi_rows=20000, seed=1, num_cats=256, smooth=0.1,
+          smooth_width=8.0, progress=None):
     """Learns an HCLT with `latents` states per latent from x, integers [n, V] < num_cats.
 
     Mutual information on `bins` value bins (over a sample of mi_rows rows; 0 = all) ->
     Chow-Liu tree rooted at a centre -> HCLT (tree leaves share their parent's latent) ->
     initial parameters from `seed` -> `epochs` epochs of mini-batch EM (rows shuffled from the
     seed, step size from step_start to step_end, linear over the batches) -> `full_epochs`
-    epochs of full-batch EM. The defaults and the arithmetic are pclearn's: with the same
-    data, options and seed the parameters equal those of ``pclearn --f64``.
+    epochs of full-batch EM -> the input rows smoothed along their values: a share `smooth`
+    of each row's inner values 1..C-2 moved to their neighbours by a Gaussian of
+    `smooth_width` values, the end values kept (0: off; the values must be ordered, as pixel
+    intensities are). The defaults and the arithmetic are pclearn's: with the same data,
+    options and seed the parameters equal those of ``pclearn --f64``.
     progress: None, or a function called after each epoch with (epoch, mean log-likelihood
     of the training data in nats before that epoch's steps, averaged over the batches)."""
     x = _arrays.evidence(x)
@@ -55,4 +59,4 @@ def learn(x, latents, epochs=10, batch=512, full_epochs=1, pseudocount=0.1, step
                 loglik += em.step(x, rows[b * batch : (b + 1) * batch], step, pseudocount)
         if progress is not None:
             progress(epoch, loglik / n)
-    return Model(em.export())
+    return Model(em.export(smooth, smooth_width))

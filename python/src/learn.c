@@ -211,9 +211,11 @@ done:
     return result;
 }
 
-/* export() -> Model: the current parameters on the structure the Em was made from. */
-static PyObject *em_export(pcpy_em *self, PyObject *unused) {
-    (void)unused;
+/* export(smooth, smooth_width) -> Model: the current parameters on the structure the Em was
+ * made from, the input rows smoothed (pc_learn_smooth_inputs; smooth 0: as they are). */
+static PyObject *em_export(pcpy_em *self, PyObject *args) {
+    double weight, width;
+    if (!PyArg_ParseTuple(args, "dd:export", &weight, &width)) return NULL;
     const pc_hclt *s = self->model->hclt;
     pc_hclt *hclt = NULL;
     pc_status st = pc_hclt_create(s->num_vars, s->num_cats, s->num_latents, s->num_trans, &hclt);
@@ -221,6 +223,11 @@ static PyObject *em_export(pcpy_em *self, PyObject *unused) {
     memcpy(hclt->parent, s->parent, (size_t)s->num_vars * sizeof *s->parent);
     memcpy(hclt->trans_index, s->trans_index, (size_t)s->num_vars * sizeof *s->trans_index);
     st = pc_em_export(self->em, hclt);
+    if (st == PC_OK) {
+        Py_BEGIN_ALLOW_THREADS
+        st = pc_learn_smooth_inputs(hclt, weight, width);
+        Py_END_ALLOW_THREADS
+    }
     if (st == PC_OK) st = pc_hclt_validate(hclt, "learned model");
     if (st != PC_OK) {
         pc_hclt_free(hclt);
@@ -232,7 +239,8 @@ static PyObject *em_export(pcpy_em *self, PyObject *unused) {
 static PyMethodDef em_methods[] = {
     {"step", (PyCFunction)em_step, METH_VARARGS,
      "step(x, rows, step, pseudocount) -> log-likelihood sum before the step"},
-    {"export", (PyCFunction)em_export, METH_NOARGS, "export() -> Model"},
+    {"export", (PyCFunction)em_export, METH_VARARGS,
+     "export(smooth, smooth_width) -> Model (input rows smoothed as pclearn --smooth)"},
     {NULL, NULL, 0, NULL},
 };
 

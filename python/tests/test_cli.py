@@ -44,8 +44,10 @@ def test_mnist_test_set_equals_pcinfer_output(tool, mnist_model, mnist_test, tmp
                                   np.loadtxt(out))
 
 
-def test_learn_equals_pclearn(tool, tmp_path):
-    """The same data, options and seed: pcinfer.learn and pclearn --f64 make the same model."""
+@pytest.mark.parametrize("smooth", [(), (0.0, 8.0), (0.3, 2.5)], ids=["default", "off", "0.3"])
+def test_learn_equals_pclearn(tool, tmp_path, smooth):
+    """The same data, options and seed: pcinfer.learn and pclearn --f64 make the same model,
+    with the inputs smoothed by default, not at all, or otherwise."""
     seed = 7
     rng = np.random.default_rng(seed)
     n = 300
@@ -55,8 +57,12 @@ def test_learn_equals_pclearn(tool, tmp_path):
     write_idx(data, img)
     out = tmp_path / "learned.h5"
     opts = dict(latents=3, epochs=2, batch=64, full_epochs=1, bins=8, mi_rows=100, seed=seed)
+    flags = ("--smooth", smooth[0], "--smooth-width", smooth[1]) if smooth else ()
+    if smooth:
+        opts.update(smooth=smooth[0], smooth_width=smooth[1])
     tool("pclearn", "--latents", 3, "--epochs", 2, "--batch", 64, "--full-epochs", 1,
-         "--bins", 8, "--mi-rows", 100, "--seed", seed, "--f64", "--data", data, "-o", out)
+         "--bins", 8, "--mi-rows", 100, "--seed", seed, "--f64", *flags, "--data", data,
+         "-o", out)
     expect = pcinfer.load(out)
     epochs = []
     got = pcinfer.learn(img.reshape(n, 20), progress=lambda e, ll: epochs.append((e, ll)),
@@ -64,5 +70,9 @@ def test_learn_equals_pclearn(tool, tmp_path):
     assert [e for e, _ in epochs] == [1, 2, 3]
     for name in ("parent", "trans_index", "root_logw", "trans_logw", "input_logp"):
         np.testing.assert_array_equal(getattr(got, name), getattr(expect, name), err_msg=name)
+    if smooth == (0.0, 8.0):  # smoothing moves the inputs, and only them
+        smoothed = pcinfer.learn(img.reshape(n, 20), **dict(opts, smooth=0.1))
+        assert not np.array_equal(smoothed.input_logp, got.input_logp)
+        np.testing.assert_array_equal(smoothed.trans_logw, got.trans_logw)
     # Training improves the fit: the last epoch's log-likelihood is the best.
     assert epochs[-1][1] >= max(ll for _, ll in epochs[:-1])
