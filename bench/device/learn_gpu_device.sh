@@ -3,10 +3,12 @@
 # mini-batch EM step against the engine's forward pass and PyJuice, learns MNIST models at
 # K = 32..256 and Fashion-MNIST models, and leaves everything in $OUT with a summary at the end.
 #   usage: OUT=DIR bench/device/learn_gpu_device.sh [PHASE...]
-# PHASE: test, bench, pyjuice, models, sweep, fashion (default: test bench pyjuice models
+# PHASE: test, bench, pyjuice, models, sweep, tuned, fashion (default: test bench pyjuice models
 # fashion). MODEL_KS (default "32 64 128 256") and MODEL_LIMIT (seconds per model, default
 # 150) set the models phase; SWEEP_K (128), SWEEP_PCS ("0.1 1 4") and SWEEP_FULLS ("2 5") the
-# sweep of pseudocounts and full-batch epochs. Every step runs under a timeout, and no step starts later than DEADLINE seconds
+# sweep of pseudocounts and full-batch epochs; tuned learns the recipes whose pseudocount and
+# input smoothing were picked on held-out training images (bench/notebook/learn_smooth_h200.md),
+# TUNED_KS ("128 256", and 512 if named) for MNIST, and Fashion-MNIST at K = 128. Every step runs under a timeout, and no step starts later than DEADLINE seconds
 # (default 570) after the script began, so one call fits the machine's 600 s; the phases left
 # over go into a second call (the build stays while the machine is warm). Carried with the
 # checkout: .device-deps (the cmocka .deb files), .devdata/mnist and .devdata/fashion-mnist (the
@@ -96,6 +98,21 @@ if want sweep; then
                 --full-epochs "$full" --step-end 0.05 --pseudocount "$pc"
         done
     done
+fi
+if want tuned; then
+    tuned="--epochs 20 --full-epochs 3 --step-start 0.9 --step-end 0.05"
+    for k in ${TUNED_KS:-128 256}; do
+        # shellcheck disable=SC2086
+        learn "tuned_k${k}_pc0.02" 150 --latents "$k" $tuned --pseudocount 0.02
+        share=0.2
+        [ "$k" -le 128 ] && share=0.15
+        # shellcheck disable=SC2086
+        learn "tuned_k${k}_pc0.02_smooth${share}w32" 240 --latents "$k" $tuned \
+            --pseudocount 0.02 --smooth "$share" --smooth-width 32
+    done
+    # shellcheck disable=SC2086
+    learn tuned_fashion_k128_smooth0.3w4 150 --latents 128 --dataset fashion-mnist $tuned \
+        --smooth 0.3 --smooth-width 4
 fi
 if want fashion; then
     for k in 16 32 64 128; do

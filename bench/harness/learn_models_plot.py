@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Tabulates and plots models learned by pclearn --json (one JSON file per model, as
-bench/device/learn_gpu_device.sh leaves them): test bits/dim against K per data set, with the
-time each took, against the goal for MNIST (every doubling of K better, <= 1.17 at K = 256).
+bench/device/learn_gpu_device.sh leaves them, or files of {"models": [...]} such as
+learn_models_<gpu>.json): test bits/dim against K per data set, with the time each took,
+against the goal for MNIST (every doubling of K better, <= 1.17 at K = 256). Runs of the
+default schedule are drawn with their input smoothing and, where present, without it (runs
+older than pclearn --smooth have none); sweep_* and tuned_* runs count for the best point of
+any run per K.
 
 usage: learn_models_plot.py OUT.png MODEL.json...   (a Markdown table to stdout)
 """
@@ -26,22 +30,25 @@ def main():
     for p in paths:
         try:
             with open(p) as f:
-                m = json.load(f)
+                got = json.load(f)
         except (OSError, ValueError) as e:
             print(f"{p}: {e}", file=sys.stderr)
             continue
-        m["name"] = os.path.basename(p)[:-5]
-        models.append(m)
-    models.sort(key=lambda m: (dataset_of(m), m["latents"], m["name"]))
-    print("| model | data | K | EM | epochs (mini + full) | pseudocount | train bpd | test bpd "
-          "| EM s | total s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+        for m in got.get("models", [got]):
+            m["name"] = os.path.basename(m["model"] if "models" in got else p).rsplit(".", 1)[0]
+            m.setdefault("smooth", 0)  # pclearn before --smooth
+            models.append(m)
+    models.sort(key=lambda m: (dataset_of(m), m["latents"], m["smooth"] > 0, m["name"]))
+    print("| model | data | K | EM | epochs (mini + full) | pseudocount | smooth (share, width) "
+          "| train bpd | test bpd | EM s | total s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for m in models:
         full = sum(1 for e in m["epochs"] if e["full_batch"])
         test = f"{m['test']['bits_per_dim']:.4f}" if "test" in m else "-"
+        smooth = f"{m['smooth']:g}, {m['smooth_width']:g}" if m["smooth"] else "none"
         print(f"| {m['name']} | {dataset_of(m)} | {m['latents']} | {m['device']} "
               f"{m['em_precision']} | {len(m['epochs']) - full} + {full} | {m['pseudocount']} "
-              f"| {m['train']['bits_per_dim']:.4f} | {test} | {m['em_s']:.1f} | "
+              f"| {smooth} | {m['train']['bits_per_dim']:.4f} | {test} | {m['em_s']:.1f} | "
               f"{m['total_s']:.1f} |")
     # One panel per data set: their bits/dim differ by 2, which would flatten either curve.
     sets = [ds for ds in sorted({dataset_of(m) for m in models})
@@ -49,29 +56,34 @@ def main():
     fig, axes = plt.subplots(1, max(len(sets), 1), figsize=(5.0 * max(len(sets), 1), 4.2),
                              squeeze=False)
     for ax, ds in zip(axes[0], sets):
-        for split, style in (("test", "o-"), ("train", "s--")):
+        series = (("test", True, "o-", "C0", "test"), ("train", True, "s--", "C0", "train"),
+                  ("test", False, "o-", "0.6", "test, inputs not smoothed (before --smooth)"))
+        for split, smoothed, style, color, label in series:
             pts = sorted((m["latents"], m[split]["bits_per_dim"], m["em_s"]) for m in models
-                         if dataset_of(m) == ds and split in m
-                         and not m["name"].startswith("sweep"))
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=split)
-            if split == "test":
+                         if dataset_of(m) == ds and split in m and (m["smooth"] > 0) == smoothed
+                         and not m["name"].startswith(("sweep", "tuned")))
+            if not pts:
+                continue
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color, label=label)
+            if split == "test" and smoothed:
                 for k, bpd, sec in pts:
                     ax.annotate(f"{sec:.0f} s", (k, bpd), textcoords="offset points",
                                 xytext=(4, 4), fontsize=7)
-        # the best test point per K over every run, the sweeps included (other pseudocounts and
-        # schedules), where it beats the default schedule's
+        # the best test point per K over every run, the sweeps and tuned recipes included
+        # (other pseudocounts, schedules and smoothing)
         best = {}
         for m in models:
             if dataset_of(m) == ds and "test" in m:
                 k, bpd = m["latents"], m["test"]["bits_per_dim"]
                 if k not in best or bpd < best[k][0]:
-                    best[k] = (bpd, m["pseudocount"])
-        pts = sorted((k, b, pc) for k, (b, pc) in best.items())
-        if any(m["name"].startswith("sweep") and dataset_of(m) == ds for m in models):
+                    best[k] = (bpd, m["pseudocount"], m["smooth"], m.get("smooth_width", 0))
+        pts = sorted((k,) + v for k, v in best.items())
+        if any(m["name"].startswith(("sweep", "tuned")) and dataset_of(m) == ds for m in models):
             ax.plot([p[0] for p in pts], [p[1] for p in pts], "*:", color="g",
                     label="test, best of any run")
-            for k, bpd, pc in pts:
-                ax.annotate(f"pc {pc:g}", (k, bpd), textcoords="offset points", xytext=(4, -10),
+            for k, bpd, pc, sm, w in pts:
+                what = f"pc {pc:g}" + (f", smooth {sm:g}/{w:g}" if sm else "")
+                ax.annotate(what, (k, bpd), textcoords="offset points", xytext=(4, -10),
                             fontsize=7, color="g")
         if ds == "mnist":
             ax.axhline(1.17, color="r", ls="--", alpha=0.5, label="goal at K = 256: 1.17")
