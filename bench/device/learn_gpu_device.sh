@@ -102,13 +102,13 @@ fi
 if want tuned; then
     tuned="--epochs 20 --full-epochs 3 --step-start 0.9 --step-end 0.05"
     for k in ${TUNED_KS:-128 256}; do
-        # shellcheck disable=SC2086
-        learn "tuned_k${k}_pc0.02" 150 --latents "$k" $tuned --pseudocount 0.02
         share=0.2
         [ "$k" -le 128 ] && share=0.15
         # shellcheck disable=SC2086
         learn "tuned_k${k}_pc0.02_smooth${share}w32" 240 --latents "$k" $tuned \
             --pseudocount 0.02 --smooth "$share" --smooth-width 32
+        # shellcheck disable=SC2086
+        learn "tuned_k${k}_pc0.02" 240 --latents "$k" $tuned --pseudocount 0.02
     done
     # shellcheck disable=SC2086
     learn tuned_fashion_k128_smooth0.3w4 150 --latents 128 --dataset fashion-mnist $tuned \

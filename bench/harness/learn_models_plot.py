@@ -53,7 +53,7 @@ def main():
     # One panel per data set: their bits/dim differ by 2, which would flatten either curve.
     sets = [ds for ds in sorted({dataset_of(m) for m in models})
             if any(dataset_of(m) == ds and "test" in m for m in models)]
-    fig, axes = plt.subplots(1, max(len(sets), 1), figsize=(5.0 * max(len(sets), 1), 4.2),
+    fig, axes = plt.subplots(1, max(len(sets), 1), figsize=(5.6 * max(len(sets), 1), 5.2),
                              squeeze=False)
     for ax, ds in zip(axes[0], sets):
         series = (("test", True, "o-", "C0", "test"), ("train", True, "s--", "C0", "train"),
@@ -91,7 +91,7 @@ def main():
         ax.set_xlabel("K (latent states)")
         ax.set_ylabel("bits/dim")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
         ax.set_title(f"{ds}: pclearn --device cuda (EM seconds at each test point)", fontsize=9)
     fig.tight_layout()
     fig.savefig(out_png, dpi=120)
