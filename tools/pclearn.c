@@ -351,7 +351,8 @@ static void print_json(const options *o, const summary *s, const epoch_stat *sta
            o->latents, s->vars, s->cats, s->used, s->trans,
            o->device == PC_EM_CUDA ? "cuda" : "cpu",
            o->device == PC_EM_CUDA && o->em_f32 ? "fp32" : "fp64", s->ranks, o->seed, o->batch,
-           o->pseudocount, o->smooth, o->smooth_width, s->structure_s, s->em_s, s->write_s, s->score_s, s->total_s);
+           o->pseudocount, o->smooth, o->smooth_width, s->structure_s, s->em_s, s->write_s,
+           s->score_s, s->total_s);
     for (long e = 0; e < o->epochs + o->full_epochs; e++)
         printf("%s\n  {\"epoch\": %ld, \"full_batch\": %s, \"step_first\": %.6g, "
                "\"step_last\": %.6g, \"train_ll\": %.6f, \"seconds\": %.3f}",

@@ -32,22 +32,24 @@ pc_status pc_learn_smooth_inputs(pc_hclt *model, double weight, double width) {
     }
     const int64_t rows = (int64_t)model->num_vars * model->num_latents;
     const int threads = omp_get_max_threads();
-    double *buf = malloc((size_t)threads * 2 * (size_t)C * sizeof *buf); /* p [C], q [C] */
+    /* per thread: p [C] the row, u [C] p_s / Z_s, q [C] the result */
+    double *buf = malloc((size_t)threads * 3 * (size_t)C * sizeof *buf);
     if (!buf) {
         free(g), free(inv_z);
         return pc_fail(PC_ERR_NOMEM, "smooth inputs: %d row buffers", threads);
     }
 #pragma omp parallel for schedule(static)
     for (int64_t row = 0; row < rows; row++) {
-        double *p = buf + (size_t)omp_get_thread_num() * 2 * C, *q = p + C;
+        double *p = buf + (size_t)omp_get_thread_num() * 3 * C, *u = p + C, *q = u + C;
         double *lp = model->input_logp + row * C;
         for (int64_t c = 0; c < C; c++) p[c] = exp(lp[c]);
+        for (int64_t s = 1; s <= n; s++) u[s] = p[s] * inv_z[s - 1];
         q[0] = p[0], q[C - 1] = p[C - 1];
         double total = q[0] + q[C - 1];
         for (int64_t c = 1; c <= n; c++) {
             double acc = 0; /* sum_s g(c - s) p_s / Z_s */
             for (int64_t s = c - r < 1 ? 1 : c - r; s <= c + r && s <= n; s++)
-                acc += g[r + c - s] * p[s] * inv_z[s - 1];
+                acc += g[r + c - s] * u[s];
             q[c] = (1 - weight) * p[c] + weight * acc;
             total += q[c];
         }
