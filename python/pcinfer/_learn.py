@@ -36,6 +36,12 @@ def learn(x, latents, epochs=10, batch=512, full_epochs=1, pseudocount=0.1, step
                     _core.ERR_ARG)
     if batch < 1:
         raise Error("batch = %d: need >= 1" % batch, _core.ERR_ARG)
+    # checked before training, not after it (the library checks again when it smooths)
+    if not 0 <= smooth <= 1:
+        raise Error("smooth = %r: the share is in [0, 1]" % (smooth,), _core.ERR_ARG)
+    if not 0 < smooth_width < float("inf"):
+        raise Error("smooth_width = %r: need a finite width > 0" % (smooth_width,),
+                    _core.ERR_ARG)
     mi = np.empty((width, width))
     _core.mutual_info(x, num_cats, bins, mi_rows, seed, mi)
     parent = np.empty(width, np.int32)

@@ -149,6 +149,11 @@ def test_learn_rejects_bad_arguments():
     bad[3, 2] = 4
     with pytest.raises(pcinfer.Error):
         pcinfer.learn(bad, latents=2, num_cats=4, epochs=1)
+    for smooth, width, what in [(1.5, 8.0, "smooth = 1.5"), (float("nan"), 8.0, "smooth = nan"),
+                                (0.1, 0.0, "smooth_width = 0.0"),
+                                (0.1, float("inf"), "smooth_width = inf")]:
+        check(raises(pcinfer.Status.ERR_ARG, what),
+              lambda: pcinfer.learn(x, latents=2, smooth=smooth, smooth_width=width))
 
 
 def test_hostile_model_files_raise(source_dir):
