@@ -485,19 +485,22 @@ int main(int argc, char **argv) {
     t0 = now_s();
     if (train(&o, em, d, stats)) goto fail;
     const double t_em = now_s() - t0;
-    if (pc_em_export(em, model) != PC_OK ||
-        pc_learn_smooth_inputs(model, o.smooth, o.smooth_width) != PC_OK ||
-        pc_hclt_validate(model, "learned model") != PC_OK) {
+    if (pc_em_export(em, model) != PC_OK || pc_hclt_validate(model, "learned model") != PC_OK) {
         call_failed("learned model");
+        goto fail;
+    }
+    if (mpi.rank != 0) { /* done: rank 0 writes and scores the model all the ranks learned */
+        rc = 0;
+        goto fail;
+    }
+    if (pc_learn_smooth_inputs(model, o.smooth, o.smooth_width) != PC_OK ||
+        pc_hclt_validate(model, "smoothed model") != PC_OK) {
+        call_failed("smoothing the inputs");
         goto fail;
     }
     if (!o.quiet && o.smooth > 0)
         fprintf(stderr, "inputs smoothed: a share %g of the inner values to their neighbours, "
                         "width %g (--smooth 0: off)\n", o.smooth, o.smooth_width);
-    if (mpi.rank != 0) { /* done: rank 0 writes and scores the model all the ranks learned */
-        rc = 0;
-        goto fail;
-    }
     t0 = now_s();
     pc_status st = pc_hclt_write(model, o.f64 ? PC_HCLT_F64 : PC_HCLT_F32, w, o.out);
     if (st == PC_OK)
