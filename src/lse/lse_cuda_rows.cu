@@ -13,6 +13,7 @@
  * than L2 are read with evict-first (streaming) loads, so they do not push out what later
  * kernels will read again. States merge as butterflies across threads
  * and warps, so `int` never folds long sequences. */
+#include <atomic>
 #include <mutex>
 
 #include "base/cuda_check.cuh"
@@ -270,39 +271,39 @@ struct Plan {
     bool stream;     /* evict-first loads (block mapping) */
 };
 
+/* The per-device caches below are filled by whichever thread asks first; threads that race
+ * all write the same value, so relaxed atomics make the race harmless (0: not read yet). */
+
 /* Blocks of rows_block<P> resident per SM, measured once per device. */
 template <class P>
 pc_status block_slots(int *slots) {
-    static int cache[kMaxDevices];
+    static std::atomic<int> cache[kMaxDevices];
     pc_status st = PC_OK;
     int dev = 0, sms = 0, bps = 0;
     PC_CUDA_CHECK(cudaGetDevice(&dev));
-    if (dev < kMaxDevices && cache[dev] > 0) {
-        *slots = cache[dev];
-        return PC_OK;
-    }
+    if (dev < kMaxDevices && (*slots = cache[dev].load(std::memory_order_relaxed)) > 0) return PC_OK;
     st = pc_lse_cuda_sm_count(&sms);
     if (st != PC_OK) return st;
     PC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, rows_block<P>, kBlock, 0));
     *slots = sms * (bps > 0 ? bps : 1);
-    if (dev < kMaxDevices) cache[dev] = *slots;
+    if (dev < kMaxDevices) cache[dev].store(*slots, std::memory_order_relaxed);
 fail:
     return st;
 }
 
 /* Bytes of L2 on the current device, read once per device. */
 pc_status l2_bytes(int64_t *bytes) {
-    static int cache[kMaxDevices];
+    static std::atomic<int> cache[kMaxDevices];
     pc_status st = PC_OK;
     int dev = 0, l2 = 0;
     PC_CUDA_CHECK(cudaGetDevice(&dev));
-    if (dev < kMaxDevices && cache[dev] > 0) {
-        *bytes = cache[dev];
+    if (dev < kMaxDevices && (l2 = cache[dev].load(std::memory_order_relaxed)) > 0) {
+        *bytes = l2;
         return PC_OK;
     }
     PC_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
     *bytes = l2;
-    if (dev < kMaxDevices) cache[dev] = l2;
+    if (dev < kMaxDevices) cache[dev].store(l2, std::memory_order_relaxed);
 fail:
     return st;
 }
@@ -394,7 +395,7 @@ fail:
 
 std::mutex g_table_mutex;
 const int32_t *g_tables[kMaxDevices];
-int g_sms[kMaxDevices];
+std::atomic<int> g_sms[kMaxDevices]; /* as the caches above */
 
 } // namespace
 
@@ -429,12 +430,9 @@ pc_status pc_lse_cuda_sm_count(int *sms) {
     pc_status st = PC_OK;
     int dev = 0;
     PC_CUDA_CHECK(cudaGetDevice(&dev));
-    if (dev < kMaxDevices && g_sms[dev] > 0) {
-        *sms = g_sms[dev];
-        return PC_OK;
-    }
+    if (dev < kMaxDevices && (*sms = g_sms[dev].load(std::memory_order_relaxed)) > 0) return PC_OK;
     PC_CUDA_CHECK(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
-    if (dev < kMaxDevices) g_sms[dev] = *sms;
+    if (dev < kMaxDevices) g_sms[dev].store(*sms, std::memory_order_relaxed);
 fail:
     return st;
 }
