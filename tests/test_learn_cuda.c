@@ -83,8 +83,9 @@ static void test_shipped_model_step(void **state) {
     pc_data_free(d);
 }
 
-/* Random models against the CPU, 3 steps: K of every kernel shape (values per lane 1 to 16,
- * lanes per row 1 to 32), zero probabilities, missing values, passes of 37 rows (several per
+/* Random models against the CPU, 3 steps: K of every kernel shape (values per lane 1 to 16 on
+ * the GEMM path, lanes per row 1 to 16 on the fused one, and both sides of the bound between
+ * the paths: K = 16 and 17), zero probabilities, missing values, passes of 37 rows (several per
  * step), rows repeated. */
 static void test_random_models(void **state) {
     (void)state;

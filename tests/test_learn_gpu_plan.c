@@ -358,7 +358,7 @@ static void test_plan_layout(void **state) {
         /* the last: wide layers, so that iter reaches its top within the n tried */
         const int32_t V = trial < 8 ? (int32_t)pc_hr_int(1, 20) : 300;
         const int32_t C = (int32_t)pc_hr_int(2, 6);
-        const int32_t K = trial < 8 ? (int32_t)pc_hr_int(1, 9) : 32;
+        const int32_t K = trial < 8 ? (int32_t)pc_hr_int(1, 9) : PC_EM_FUSED_MAX_K;
         pc_hclt *m = pc_hr_model(V, C, K, 0.3, trial & 1);
         pc_em_plan *p = NULL;
         assert_int_equal(pc_em_plan_create(m, 0, &p), PC_ERR_ARG);
@@ -380,15 +380,15 @@ static void test_plan_layout(void **state) {
         assert_int_equal(pc_em_plan_elems(p, PC_EM_BUF_E), (int64_t)p->G * 37 * K);
         assert_int_equal(pc_em_plan_elems(p, PC_EM_BUF_U), (int64_t)widest * 37 * K);
         assert_true(pc_em_plan_bytes(p, 74, 4) > pc_em_plan_bytes(p, 37, 4));
-        /* the fused path (K <= 32 here): tw = K rounded up to a power of two, tiles of
-         * (256 / tw) * iter rows, iter rising with n; P holds the most tiles of any n */
+        /* the fused path (K <= PC_EM_FUSED_MAX_K here): tw = K rounded up to a power of two,
+         * tiles of (256 / tw) * iter rows, iter rising with n; P holds the most tiles of any n */
         int32_t tw = 1;
         while (tw < K) tw *= 2;
         assert_true(pc_em_plan_fused(p));
         assert_int_equal(pc_em_plan_lanes(p), tw);
         int64_t most = 0;
         int32_t last_iter = 1;
-        for (int64_t n = 1; n <= 20000; n++) {
+        for (int64_t n = 1; n <= 40000; n++) {
             const int32_t it = pc_em_plan_fused_iter(p, n);
             assert_true(it >= last_iter && it <= PC_EM_FUSED_MAX_ITER);
             last_iter = it;
@@ -423,6 +423,14 @@ static void test_plan_layout(void **state) {
         pc_em_plan_free(p);
         pc_hclt_free(m);
     }
+    /* one state more: the GEMM path, no partial flows */
+    pc_hclt *m = pc_hr_model(12, 3, PC_EM_FUSED_MAX_K + 1, 0.3, 0);
+    pc_em_plan *p = NULL;
+    assert_int_equal(pc_em_plan_create(m, 37, &p), PC_OK);
+    assert_false(pc_em_plan_fused(p));
+    assert_int_equal(pc_em_plan_partial_elems(p, 37), 0);
+    pc_em_plan_free(p);
+    pc_hclt_free(m);
 }
 
 /* Random models (zero probabilities, shared latents, K from 1 to 33), random data with

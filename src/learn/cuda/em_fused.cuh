@@ -1,4 +1,4 @@
-/* Fused layer kernels of GPU EM for K <= 32 (internal; em_kernels.cuh has the row layout).
+/* Fused layer kernels of GPU EM for K <= 16 (internal; em_kernels.cuh has the row layout).
  *
  * At small K a pass is a chain of tiny steps, ~42 layers up and down for MNIST, and launches
  * dominate: the product, GEMM and posterior kernels of a layer become one forward and one
@@ -123,7 +123,7 @@ static inline size_t pc_em_fused_downward_smem(int K, int TW) {
  * 16, two blocks per SM, and the layer's blocks ran in three waves where the forward's run in
  * one. The block's threads then sum the slices over the sub-warps in order, an entry each. P is
  * [G - 1][tiles][K][K]. Bounded to 48 registers, 5 blocks per SM (H200: 4 blocks at 55 registers
- * were 1-3 % slower at K = 16 and equal at K = 32, where shared memory allows 3). */
+ * were 1-3 % slower at K = 16). */
 template <typename T, int TW>
 static __device__ __forceinline__ void pc_em_fused_downward_group(const pc_em_args &a, int64_t n,
                                                                   int32_t iter, int32_t g,

@@ -41,21 +41,6 @@ template <typename T> struct pass_kernels {
     fail:
         return st;
     }
-    /* The downward kernels' shared memory over the default 48 KB, which K = 27-32 need (K = 32:
-     * 74 KB, 3 blocks per SM); set before a capture, as the graph's launches do not set it. */
-    static pc_status allow_downward_smem(const pc_em_gpu *g) {
-        pc_status st = PC_OK;
-        const pc_em_args a = pc_em_gpu_args(g);
-        const int bytes = (int)pc_em_fused_downward_smem(a.K, a.tw);
-        if (a.tw == 32 && bytes > 48 * 1024) {
-            PC_CUDA_CHECK(cudaFuncSetAttribute(pc_em_fused_downward<T, 32>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-            PC_CUDA_CHECK(cudaFuncSetAttribute(pc_em_chain_downward<T, 32>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-        }
-    fail:
-        return st;
-    }
     static pc_status fused_layer(pc_em_gpu *g, int which, int64_t n, int32_t g0, int32_t g1,
                                  int32_t chain) {
         const pc_em_args a = pc_em_gpu_args(g);
@@ -64,8 +49,9 @@ template <typename T> struct pass_kernels {
         case 2: return fused<2>(g, a, which, n, g0, g1, chain);
         case 4: return fused<4>(g, a, which, n, g0, g1, chain);
         case 8: return fused<8>(g, a, which, n, g0, g1, chain);
-        case 16: return fused<16>(g, a, which, n, g0, g1, chain);
-        default: return fused<32>(g, a, which, n, g0, g1, chain);
+        /* K <= PC_EM_FUSED_MAX_K = 16: the downward's shared memory, at most 34 KB (K = 16),
+         * stays within the default 48 KB */
+        default: return fused<16>(g, a, which, n, g0, g1, chain);
         }
     }
     template <int KPL>
@@ -243,9 +229,6 @@ static pc_status capture(pc_em_gpu *g, int64_t n, int staged, int has_missing, i
     src.rows = staged ? NULL : g->d_rows;
     /* the pass's inputs were queued just before: let them finish outside the capture */
     PC_CUDA_CHECK(cudaStreamSynchronize(g->stream));
-    if (g->fused && (st = g->f32 ? pass_kernels<float>::allow_downward_smem(g)
-                                 : pass_kernels<double>::allow_downward_smem(g)))
-        return st;
     PC_CUDA_CHECK(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
     {
         const pc_status est = enqueue_pass(g, n, src, stages);

@@ -47,7 +47,7 @@ struct pc_em_gpu {
     void *d_trans_c, *d_input_c;
     /* fixed-point counts: root [K], trans [G - 1][K][K], input [V][C][K] */
     long long *d_n_root, *d_n_trans, *d_n_input;
-    /* a pass's buffers; buf[PC_EM_BUF_W] is d_trans_c; the fused path (K <= 32) has no U and
+    /* a pass's buffers; buf[PC_EM_BUF_W] is d_trans_c; the fused path (K <= 16) has no U and
      * F but the tiles' flows P (em_plan.h) */
     void *d_buf[PC_EM_BUFS];
     double *d_partial;

@@ -44,15 +44,18 @@ typedef enum pc_em_buf {
 
 /* Threads of a block of the row kernels. */
 #define PC_EM_ROW_THREADS 256
-/* Small K (<= 32) runs each layer as one fused forward and one fused downward kernel
+/* Small K (<= 16) runs each layer as one fused forward and one fused downward kernel
  * (em_fused.cuh) instead of products, GEMMs and posteriors; a block takes one group and a tile
  * of (256 / tw) * iter rows (tw = K rounded up to a power of two, a row to tw lanes; iter rows
  * one after the other per sub-warp) and leaves the tile's flows in P [G - 1][tiles][K][K]
  * (FP64), which the pass's end sums in tile order. iter grows with the pass's rows so that a
  * layer of average width fills about PC_EM_FUSED_BLOCKS blocks (one wave on an H200): few
  * rows in a row keep a layer's latency short, more rows per block keep P small. It depends on
- * the model and n only, not on the GPU, so the sums' order does not either. */
-#define PC_EM_FUSED_MAX_K 32
+ * the model and n only, not on the GPU, so the sums' order does not either. Up to K = 16
+ * only: at K = 32 the cuBLAS path's step is faster (H200, step ms fused -> GEMMs: FP64 1.77 ->
+ * 1.35 at batch 512, 8.85 -> 5.02 at 4096; FP32 1.80 -> 1.71, 8.90 -> 8.74), at K = 16 slower
+ * (FP64 0.67 -> 1.04, 2.40 -> 3.41). */
+#define PC_EM_FUSED_MAX_K 16
 #define PC_EM_FUSED_MAX_ITER 8
 #define PC_EM_FUSED_BLOCKS 1024
 
