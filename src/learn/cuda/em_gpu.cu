@@ -249,8 +249,12 @@ static void free_data(pc_em_gpu *g) {
 
 extern "C" void pc_em_gpu_free(pc_em_gpu *g) {
     if (!g) return;
+    /* Entered quietly: freeing a state that failed for want of a GPU must leave that failure's
+     * message, not replace it with its own. */
     int prev = 0;
-    const int entered = pc_em_gpu_enter(g, &prev) == PC_OK;
+    const int entered = cudaGetDevice(&prev) == cudaSuccess &&
+                        (prev == g->dev || cudaSetDevice(g->dev) == cudaSuccess);
+    if (!entered) (void)cudaGetLastError();
     if (g->stream) cudaStreamSynchronize(g->stream);
     pc_em_gpu_drop_graphs(g);
     if (g->handle) g->blas->base->destroy(g->handle);
