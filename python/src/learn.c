@@ -1,9 +1,12 @@
 /* Learning (pc/learn.h): mutual information, Chow-Liu tree, the HCLT with initial
- * parameters, EM steps, and the row shuffle of pclearn (pc/rng.h), so that a schedule driven
- * from Python makes the same model as the tool for the same seed. */
+ * parameters, EM steps on the CPU or a GPU, and the row shuffle of pclearn (pc/rng.h), so
+ * that a schedule driven from Python makes the same model as the tool for the same seed. */
 #include "core.h"
 
+#include <stddef.h>
 #include <string.h>
+
+#include <structmember.h>
 
 #include "pc/data.h"
 #include "pc/learn.h"
@@ -140,29 +143,56 @@ typedef struct pcpy_em {
     PyObject_HEAD
     pcpy_model *model; /* the structure export() copies */
     pc_em *em;
+    /* The training data attached to the state (pc_em_attach_data), held for the state's life:
+     * the view keeps the array alive and its memory in place, and `data` is the one pc_data
+     * the library knows the attachment by (it compares the pointer), passed to every step on
+     * those rows. A GPU state without a device copy (it did not fit) holds nothing. */
+    pcpy_rows train;
+    pc_data data;
+    char streamed; /* a GPU state whose training data did not fit: steps copy their rows in */
     int busy;
 } pcpy_em;
 
+/* Em(model, x, cuda, f32, cuda_device): pc_em_create_opts, then x attached once, as pclearn
+ * does (pc_tool_em_create): data too large for the GPU is streamed from the host each step. */
 static PyObject *em_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     (void)kwds;
     pcpy_model *model;
-    if (!PyArg_ParseTuple(args, "O!:Em", &pcpy_model_type, &model)) return NULL;
-    pc_em *em = NULL;
-    const pc_status st = pc_em_create(model->hclt, &em);
-    if (st != PC_OK) return pcpy_raise(st);
-    pcpy_em *self = (pcpy_em *)type->tp_alloc(type, 0);
-    if (!self) {
-        pc_em_free(em);
+    PyObject *x_obj;
+    int cuda, f32, cuda_device;
+    if (!PyArg_ParseTuple(args, "O!Oppi:Em", &pcpy_model_type, &model, &x_obj, &cuda, &f32,
+                          &cuda_device))
         return NULL;
-    }
+    pcpy_em *self = (pcpy_em *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
     Py_INCREF(model);
     self->model = model;
-    self->em = em;
+    if (borrow_data(x_obj, &self->train, &self->data) != 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    const pc_em_opts opts = {.device = cuda ? PC_EM_CUDA : PC_EM_CPU, .f32 = f32,
+                             .cuda_device = cuda_device};
+    pc_status st;
+    /* without the GIL: a GPU state starts CUDA and copies the model and the data over */
+    Py_BEGIN_ALLOW_THREADS
+    st = pc_em_create_opts(model->hclt, &opts, &self->em);
+    if (st == PC_OK) st = pc_em_attach_data(self->em, &self->data);
+    Py_END_ALLOW_THREADS
+    if (st == PC_ERR_DEVICE_MEMORY && self->em) { /* made, but the data did not fit */
+        self->streamed = 1;
+        pcpy_release(&self->train);
+    } else if (st != PC_OK) {
+        pcpy_raise(st);
+        Py_DECREF(self);
+        return NULL;
+    }
     return (PyObject *)self;
 }
 
 static void em_dealloc(pcpy_em *self) {
-    pc_em_free(self->em);
+    pc_em_free(self->em); /* drops the attachment before the data is let go */
+    pcpy_release(&self->train);
     Py_XDECREF(self->model);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -197,11 +227,15 @@ static PyObject *em_step(pcpy_em *self, PyObject *args) {
                            (long long)i, (long long)r[i], (long long)x.rows - 1);
             goto done;
         }
+    /* The attached data is known by its pc_data: rows of that same memory go through it, so
+     * that a GPU state gathers them from its copy. */
+    const int attached = self->train.held && data.values == self->data.values &&
+                         data.count == self->data.count && data.width == self->data.width;
     double loglik = 0.0;
     pc_status st;
     self->busy = 1;
     Py_BEGIN_ALLOW_THREADS
-    st = pc_em_step(self->em, &data, r, n, step, pseudocount, &loglik);
+    st = pc_em_step(self->em, attached ? &self->data : &data, r, n, step, pseudocount, &loglik);
     Py_END_ALLOW_THREADS
     self->busy = 0;
     result = st == PC_OK ? PyFloat_FromDouble(loglik) : pcpy_raise(st);
@@ -216,18 +250,19 @@ done:
 static PyObject *em_export(pcpy_em *self, PyObject *args) {
     double weight, width;
     if (!PyArg_ParseTuple(args, "dd:export", &weight, &width)) return NULL;
+    if (self->busy) return pcpy_raise_msg(PC_ERR_ARG, "Em is in use by another thread");
     const pc_hclt *s = self->model->hclt;
     pc_hclt *hclt = NULL;
     pc_status st = pc_hclt_create(s->num_vars, s->num_cats, s->num_latents, s->num_trans, &hclt);
     if (st != PC_OK) return pcpy_raise(st);
     memcpy(hclt->parent, s->parent, (size_t)s->num_vars * sizeof *s->parent);
     memcpy(hclt->trans_index, s->trans_index, (size_t)s->num_vars * sizeof *s->trans_index);
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
     st = pc_em_export(self->em, hclt);
-    if (st == PC_OK) {
-        Py_BEGIN_ALLOW_THREADS
-        st = pc_learn_smooth_inputs(hclt, weight, width);
-        Py_END_ALLOW_THREADS
-    }
+    if (st == PC_OK) st = pc_learn_smooth_inputs(hclt, weight, width);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
     if (st == PC_OK) st = pc_hclt_validate(hclt, "learned model");
     if (st != PC_OK) {
         pc_hclt_free(hclt);
@@ -244,12 +279,22 @@ static PyMethodDef em_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyMemberDef em_members[] = {
+    {"streamed", T_BOOL, offsetof(pcpy_em, streamed), READONLY,
+     "True when x did not fit the GPU: each step copies its rows in from the host"},
+    {NULL, 0, 0, 0, NULL},
+};
+
 PyTypeObject pcpy_em_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pcinfer._core.Em",
     .tp_basicsize = sizeof(pcpy_em),
     .tp_dealloc = (destructor)em_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Em(model): EM state (pc_em) starting from the model's parameters.",
+    .tp_doc = "Em(model, x, cuda, f32, cuda_device): EM state (pc_em) starting from the "
+              "model's parameters, on the CPU or the GPU cuda_device (-1: the current one; "
+              "f32: FP32 values and messages), with the training data x attached: x must not "
+              "change while the Em lives. streamed: x did not fit the GPU.",
     .tp_methods = em_methods,
+    .tp_members = em_members,
     .tp_new = em_new,
 };

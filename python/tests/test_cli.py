@@ -1,5 +1,6 @@
 """The package against the command-line tools on the same model and data: pcinfer --output
-and pclearn --f64 give bit-identical numbers through the CPU kernels."""
+and pclearn --f64 give bit-identical numbers through the CPU kernels, and pclearn --device
+cuda (--em-f32) through the GPU's EM where a GPU is present."""
 
 import numpy as np
 import pytest
@@ -76,3 +77,23 @@ def test_learn_equals_pclearn(tool, tmp_path, smooth):
         np.testing.assert_array_equal(smoothed.trans_logw, got.trans_logw)
     # Training improves the fit: the last epoch's log-likelihood is the best.
     assert epochs[-1][1] >= max(ll for _, ll in epochs[:-1])
+
+
+@pytest.mark.skipif(not pcinfer.gpu_available(), reason="no GPU")
+@pytest.mark.parametrize("f32", [False, True], ids=["fp64", "fp32"])
+def test_learn_on_the_gpu_equals_pclearn(tool, mnist_test, tmp_path, f32):
+    """2000 MNIST images, EM on the GPU in FP64 or FP32: pcinfer.learn(device="cuda") and
+    pclearn --device cuda make the same model; 2000 rows = 7 full batches, a short one and a
+    full-batch step ending in a part of a chunk of 32."""
+    x = mnist_test[:2000]
+    data = tmp_path / "train.idx.gz"
+    write_idx(data, x.reshape(-1, 28, 28))
+    out = tmp_path / "learned.h5"
+    tool("pclearn", "--latents", 8, "--epochs", 2, "--batch", 256, "--full-epochs", 1,
+         "--mi-rows", 1000, "--seed", 3, "--f64", "--device", "cuda",
+         *(["--em-f32"] if f32 else []), "--data", data, "-o", out)
+    expect = pcinfer.load(out)
+    got = pcinfer.learn(x, 8, epochs=2, batch=256, full_epochs=1, mi_rows=1000, seed=3,
+                        device="cuda", f32=f32)
+    for name in ("parent", "trans_index", "root_logw", "trans_logw", "input_logp"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(expect, name), err_msg=name)

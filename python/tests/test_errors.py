@@ -81,6 +81,39 @@ def test_gpu_kernel_without_gpu(tiny_model):
     assert e.value.status in (pcinfer.Status.ERR_NO_DEVICE, pcinfer.Status.ERR_UNSUPPORTED)
 
 
+@pytest.mark.parametrize("device", ["gpu", "CUDA", "cuda:", "cuda:-1", "cuda:x", "cuda0", None, 0])
+def test_learn_refuses_unknown_devices(device):
+    check(raises(pcinfer.Status.ERR_ARG, "device = .*: need 'cpu', 'cuda' or 'cuda:N'"),
+          lambda: pcinfer.learn(np.zeros((4, 3), np.uint8), 2, device=device))
+
+
+def test_learn_f32_is_for_the_gpu():
+    check(raises(pcinfer.Status.ERR_ARG, "f32=True is for device='cuda'"),
+          lambda: pcinfer.learn(np.zeros((4, 3), np.uint8), 2, f32=True))
+
+
+@pytest.mark.skipif(pcinfer.gpu_available(), reason="a GPU is present")
+@pytest.mark.parametrize("device", ["cuda", "cuda:1"])
+def test_learn_on_the_gpu_without_gpu(device):
+    """The library's message: no GPU (PC_ERR_NO_DEVICE), or a build without CUDA."""
+    with pytest.raises(pcinfer.Error, match="^EM on the GPU") as e:
+        pcinfer.learn(np.zeros((4, 3), np.uint8), 2, epochs=1, num_cats=2, device=device)
+    assert e.value.status in (pcinfer.Status.ERR_NO_DEVICE, pcinfer.Status.ERR_UNSUPPORTED)
+
+
+@pytest.mark.skipif(not pcinfer.gpu_available(), reason="no GPU")
+def test_gpu_em_steps_gather_the_attached_rows(tiny_model):
+    """Steps on the array an Em was made with read the GPU's copy, whose values were checked
+    once; other arrays come from the host and are checked in each step."""
+    x = np.zeros((64, 3), np.uint8)
+    em = _core.Em(tiny_model._core, x, True, False, -1)
+    assert not em.streamed
+    x[5, 1] = 7  # C = 2; breaks the contract (x unchanged) on purpose: only the copy is valid
+    em.step(x, None, 1.0, 0.1)
+    check(raises(pcinfer.Status.ERR_DATA, "row 5, variable 1"),
+          lambda: em.step(x.copy(), None, 1.0, 0.1))
+
+
 def test_strided_inputs_give_the_numbers_of_contiguous_ones(mnist_model, rng):
     """The package copies what the library cannot read in place; the module itself refuses
     it (never reading past or between rows)."""
