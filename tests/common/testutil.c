@@ -48,6 +48,10 @@ void pc_test_poison_f64(double *p, size_t n) {
 
 void pc_test_poison_bytes(void *p, size_t bytes) { memset(p, 0xff, bytes); }
 
+double pc_test_tol_f32_conditional(int64_t num_latents) {
+    return (double)(num_latents + 2) * 0x1p-24;
+}
+
 void *pc_test_alloc(size_t bytes) {
     void *p = malloc(bytes ? bytes : 1);
     if (!p) {

@@ -32,6 +32,12 @@ void pc_test_poison_f32(float *p, size_t n);
 void pc_test_poison_f64(double *p, size_t n);
 void pc_test_poison_bytes(void *p, size_t bytes);
 
+/* The most a float conditional p(X_v = c | e) = sum_k post_k cond_k[c] may differ from the double
+ * one when it is formed in float, as the GPU's output kernel does: each factor rounded once,
+ * then K fused multiply-adds rounded once each, every term and every partial sum at most 1, so
+ * at most (K + 2) roundings of 2^-24. (Rounding the double once gives 2^-25.) */
+double pc_test_tol_f32_conditional(int64_t num_latents);
+
 /* Allocation that fails the test program loudly (abort with a message) instead of returning
  * NULL, so test bodies stay short. */
 void *pc_test_alloc(size_t bytes);
