@@ -170,6 +170,24 @@ static void test_shape_rows_chunk(void **state) {
     assert_int_equal(pc_gpu_query_rows_for(16384, 132, 0), 8);
     assert_int_equal(pc_gpu_query_rows_for(1, 0, 0), 1);
     assert_int_equal(pc_gpu_query_rows_for(512, 132, 3), 3);
+    /* pieces: at most 4 x 4 x 132 = 2112 rows on 132 SMs, equal, within the chunk */
+    assert_int_equal(pc_gpu_query_piece(512, 16384, 132, 0), 512);
+    assert_int_equal(pc_gpu_query_piece(2112, 16384, 132, 0), 2112);
+    assert_int_equal(pc_gpu_query_piece(2113, 16384, 132, 0), 1057);
+    assert_int_equal(pc_gpu_query_piece(4096, 16384, 132, 0), 2048);
+    assert_int_equal(pc_gpu_query_piece(16384, 16384, 132, 0), 2048);
+    assert_int_equal(pc_gpu_query_piece(100000, 1000, 132, 0), 1000);
+    assert_int_equal(pc_gpu_query_piece(17, 16384, 0, 0), 9); /* no SMs known: 1 */
+    assert_int_equal(pc_gpu_query_piece(4096, 16384, 132, 4096), 4096);
+    assert_int_equal(pc_gpu_query_piece(4096, 3000, 132, 4096), 3000);
+    for (int64_t n = 1; n <= 40000; n += 97)
+        for (int sms = 1; sms <= 200; sms += 33) {
+            const int64_t chunk = n % 3 ? 16384 : 700, p = pc_gpu_query_piece(n, chunk, sms, 0);
+            const int64_t most = 16LL * sms < chunk ? 16LL * sms : chunk;
+            const int64_t pieces = (n + p - 1) / p;
+            assert_true(p >= 1 && p <= most && p <= n);
+            assert_true(pieces == (n > most ? (n + most - 1) / most : 1)); /* the fewest */
+        }
     assert_int_equal(pc_gpu_query_chunk(1000, 1 << 20, 100000), 1048);
     assert_int_equal(pc_gpu_query_chunk(1000, 1 << 30, 100000), PC_GPU_QUERY_CHUNK_MAX);
     assert_int_equal(pc_gpu_query_chunk(1000, 1 << 30, 77), 77);

@@ -23,6 +23,10 @@ pc_status pc_gpu_query_time(void *state, const char *query, const uint8_t *x,
 /* Forces the samples per block of the query kernels (0: the state's own choice). */
 void pc_gpu_query_force_rows(void *state, int32_t rows);
 
+/* Forces the rows per piece of an MPE or sampling call, at most the state's chunk (0: the
+ * state's own choice). */
+void pc_gpu_query_force_piece(void *state, int64_t rows);
+
 #ifdef __cplusplus
 }
 #endif

@@ -125,7 +125,8 @@ fail:
     return st;
 }
 
-/* The call's n rows in chunks of at most `chunk`. */
+/* The call's n rows in chunks of at most `chunk` (MPE and the samplers: pieces,
+ * pc_gpu_query_piece). */
 static pc_status run_chunks(pc_gq_state *s, const gq_call *call, int64_t n, int64_t chunk) {
     pc_status st = PC_OK;
     int64_t pending[2] = {-1, -1}, pending_n[2] = {0, 0}, i = 0;
@@ -182,8 +183,9 @@ static pc_status call_query(void *state, const gq_call *call, int64_t n) {
     pc_status st = pc_gq_enter(s, &prev);
     if (st != PC_OK) return st;
     const int cond = call->kind == GQ_COND32 || call->kind == GQ_COND64;
-    if ((st = prepare(s, call->kind)) == PC_OK)
-        st = run_chunks(s, call, n, cond ? s->cond_chunk : s->chunk);
+    const int64_t piece = cond ? s->cond_chunk
+                               : pc_gpu_query_piece(n, s->chunk, s->launch.sms, s->forced_piece);
+    if ((st = prepare(s, call->kind)) == PC_OK) st = run_chunks(s, call, n, piece);
     pc_gq_leave(s, prev);
     return st;
 }
@@ -289,4 +291,8 @@ extern "C" pc_status pc_gpu_query_time(void *state, const char *query, const uin
 
 extern "C" void pc_gpu_query_force_rows(void *state, int32_t rows) {
     ((pc_gq_state *)state)->forced_rows = rows;
+}
+
+extern "C" void pc_gpu_query_force_piece(void *state, int64_t rows) {
+    ((pc_gq_state *)state)->forced_piece = rows;
 }

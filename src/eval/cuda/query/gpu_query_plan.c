@@ -61,6 +61,15 @@ int32_t pc_gpu_query_rows_for(int64_t n, int32_t sms, int32_t forced) {
     return rows < 1 ? 1 : rows > 8 ? 8 : (int32_t)rows;
 }
 
+int64_t pc_gpu_query_piece(int64_t n, int64_t chunk, int32_t sms, int64_t forced) {
+    if (forced > 0) return forced < chunk ? forced : chunk;
+    const int64_t slots = (int64_t)PC_GPU_QUERY_BLOCKS_PER_SM * (sms > 0 ? sms : 1);
+    int64_t most = PC_GPU_QUERY_PIECE_ROWS * slots;
+    most = most < chunk ? most : chunk;
+    const int64_t pieces = n > most ? (n + most - 1) / most : 1;
+    return (n + pieces - 1) / pieces;
+}
+
 size_t pc_gpu_query_bytes_per_sample(const pc_circuit *c) {
     const size_t G = (size_t)c->num_groups, K = (size_t)c->num_latents, V = (size_t)c->num_vars;
     /* P and msg [G][K] doubles, MPE's argmax [G][K] uint16, z and draw numbers [G] int32, the

@@ -68,6 +68,18 @@ pc_status pc_gpu_query_shape_for(int32_t K, size_t max_smem, pc_gpu_query_shape 
  * wave. `forced` > 0 overrides the choice (benchmarks). */
 int32_t pc_gpu_query_rows_for(int64_t n, int32_t sms, int32_t forced);
 
+/* Rows per piece of an MPE or sampling call of n rows (pieces of at most `chunk`): the host
+ * stages piece i + 1 while the device runs piece i, so a call of several pieces overlaps its
+ * copies with its kernels. A piece is at most PC_GPU_QUERY_PIECE_ROWS samples per block over
+ * every block slot (2112 rows on an H200's 132 SMs), the call cut into equal pieces. H200,
+ * shipped model, MPE through the API (gpu_query_pieces): 4096 rows 2.03 ms in one piece, 1.67 in
+ * two, 1.71 in four; 16384 rows 10.6 ms in one, 5.8 in four, 5.5 in eight, 6.2 in sixteen;
+ * conditional sampling the same way (4096: 3.66 -> 3.03 ms; 16384: 15.0 -> 10.5). Fewer rows
+ * per piece pay a pass's latency once more per piece than they hide. `forced` > 0 overrides
+ * the choice (benchmarks), within chunk. */
+#define PC_GPU_QUERY_PIECE_ROWS 4
+int64_t pc_gpu_query_piece(int64_t n, int64_t chunk, int32_t sms, int64_t forced);
+
 /* Device bytes per sample of a pass (node values, MPE's argmax, latent states, the samplers'
  * draw numbers, staging) and the chunk: the most samples, up to max_batch and
  * PC_GPU_QUERY_CHUNK_MAX, whose buffers fit `budget` bytes (at least 1). */

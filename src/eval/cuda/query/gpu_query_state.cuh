@@ -25,6 +25,7 @@ struct pc_gq_state {
     int device;
     pc_gq_launch launch;
     int32_t forced_rows;     /* > 0: samples per block of the tree kernels (benchmarks) */
+    int64_t forced_piece;    /* > 0: rows per piece of an MPE or sampling call (benchmarks) */
     int64_t chunk;           /* samples per pass */
     int64_t cond_chunk;      /* samples per conditionals pass (their output buffer) */
     cudaStream_t stream;
