@@ -54,17 +54,21 @@ pc_status pc_gpu_query_shape_for(int32_t K, size_t max_smem, pc_gpu_query_shape 
     return PC_OK;
 }
 
+/* Blocks of the tree kernels resident at once on `sms` multiprocessors. */
+static int64_t block_slots(int32_t sms) {
+    return (int64_t)PC_GPU_QUERY_BLOCKS_PER_SM * (sms > 0 ? sms : 1);
+}
+
 int32_t pc_gpu_query_rows_for(int64_t n, int32_t sms, int32_t forced) {
     if (forced > 0) return forced;
-    const int64_t slots = PC_GPU_QUERY_BLOCKS_PER_SM * (int64_t)(sms > 0 ? sms : 1);
+    const int64_t slots = block_slots(sms);
     const int64_t rows = (n + slots - 1) / slots;
     return rows < 1 ? 1 : rows > 8 ? 8 : (int32_t)rows;
 }
 
 int64_t pc_gpu_query_piece(int64_t n, int64_t chunk, int32_t sms, int64_t forced) {
     if (forced > 0) return forced < chunk ? forced : chunk;
-    const int64_t slots = (int64_t)PC_GPU_QUERY_BLOCKS_PER_SM * (sms > 0 ? sms : 1);
-    int64_t most = PC_GPU_QUERY_PIECE_ROWS * slots;
+    int64_t most = PC_GPU_QUERY_PIECE_ROWS * block_slots(sms);
     most = most < chunk ? most : chunk;
     const int64_t pieces = n > most ? (n + most - 1) / most : 1;
     return (n + pieces - 1) / pieces;
