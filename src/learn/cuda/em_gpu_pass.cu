@@ -69,9 +69,9 @@ template <typename T> struct pass_kernels {
     static pc_status posterior(pc_em_gpu *g, const pc_em_args &a, int64_t n, int32_t g0,
                                int32_t g1, unsigned grid) {
         pc_status st = PC_OK;
+        T *U = (T *)g->d_buf[PC_EM_BUF_U], *Q = (T *)g->d_buf[pc_em_plan_posteriors(g->fused)];
         pc_em_posterior<T, KPL><<<grid, PC_EM_THREADS, 0, g->stream>>>(
-            a, n, g0, g1, (T *)g->d_buf[PC_EM_BUF_E], (T *)g->d_buf[PC_EM_BUF_S],
-            (const T *)g->d_buf[PC_EM_BUF_U]);
+            a, n, g0, g1, (const T *)g->d_buf[PC_EM_BUF_E], (T *)g->d_buf[PC_EM_BUF_S], U, Q);
         PC_CUDA_CHECK(cudaGetLastError());
     fail:
         return st;
@@ -94,18 +94,18 @@ template <typename T> struct pass_kernels {
     static pc_status flows(pc_em_gpu *g, int64_t n) {
         pc_status st = PC_OK;
         const pc_em_args a = pc_em_gpu_args(g);
-        const T *E = (const T *)g->d_buf[PC_EM_BUF_E];
+        const T *Q = (const T *)g->d_buf[pc_em_plan_posteriors(g->fused)];
         const int64_t segs = (n + PC_EM_SEG - 1) / PC_EM_SEG;
         const int64_t inputs = (int64_t)a.V * segs * a.K;
         const int64_t trans = (int64_t)(a.G - 1) * a.K * a.K;
         const unsigned tgrid = (unsigned)((trans + PC_EM_THREADS - 1) / PC_EM_THREADS);
         const int64_t tiles = pc_em_plan_tiles(g->plan, n);
-        pc_em_root_flows<T><<<a.K, PC_EM_THREADS, 0, g->stream>>>(a, n, E, g->d_n_root,
+        pc_em_root_flows<T><<<a.K, PC_EM_THREADS, 0, g->stream>>>(a, n, Q, g->d_n_root,
                                                                   g->d_scale);
         PC_CUDA_CHECK(cudaGetLastError());
         pc_em_input_flows<T><<<(unsigned)((inputs + PC_EM_THREADS - 1) / PC_EM_THREADS),
                                PC_EM_THREADS, 0, g->stream>>>(
-            a, n, E, (unsigned long long *)g->d_n_input, g->d_scale);
+            a, n, Q, (unsigned long long *)g->d_n_input, g->d_scale);
         PC_CUDA_CHECK(cudaGetLastError());
         if (trans > 0 && g->fused) {
             pc_em_fused_trans_flows<<<tgrid, PC_EM_THREADS, 0, g->stream>>>(

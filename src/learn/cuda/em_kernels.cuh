@@ -131,19 +131,20 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
     if (root) a.logp[b] = z > 0 ? (double)off * PC_EM_LN2 + log(z) : -INFINITY;
 }
 
-/* Posteriors of groups [g0, g1), written over E: the root's q(k) = w_k e_k / sum_j w_j e_j
- * (0 when the sum is 0), any other group's q = e u with u its row of U (the layer's scratch,
- * group g at g - g0); then every child c's message in S becomes a_c = q / s_c (0 where
- * s_c = 0, which makes q = 0 there too). */
+/* Posteriors of groups [g0, g1) into Q: the root's q(k) = w_k e_k / sum_j w_j e_j (0 when the
+ * sum is 0), any other group's q = e u with u its row of U; then every child c's message in S
+ * becomes a_c = q / s_c (0 where s_c = 0, which makes q = 0 there too). Q is U on the GEMM
+ * path (q over u, E keeps e for the flows' GEMM) and E for the fused path's root (which has no
+ * U); each thread reads its elements before it writes them. */
 template <typename T, int KPL>
 __global__ void __launch_bounds__(PC_EM_THREADS)
-    pc_em_posterior(pc_em_args a, int64_t n, int32_t g0, int32_t g1, T *E, T *S, const T *U) {
+    pc_em_posterior(pc_em_args a, int64_t n, int32_t g0, int32_t g1, const T *E, T *S,
+                    const T *U, T *Q) {
     const int tw = a.tw, lane = threadIdx.x % tw, K = a.K;
     const pc_em_row row = pc_em_row_of(n, g0, g1, tw);
     const int32_t g = row.g;
-    const int64_t b = row.b, ch = a.chunk;
+    const int64_t b = row.b, ch = a.chunk, at = ((int64_t)g * ch + b) * K;
     const bool root = g == a.G - 1;
-    T *e = E + ((int64_t)g * ch + b) * K;
     double q[KPL];
     double z = 0;
 #pragma unroll
@@ -152,10 +153,10 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
         q[i] = 0;
         if (k >= K) continue;
         if (root) {
-            q[i] = a.root_w[k] * (double)e[k];
+            q[i] = a.root_w[k] * (double)E[at + k];
             z += q[i];
         } else {
-            q[i] = (double)e[k] * (double)U[((int64_t)(g - g0) * ch + b) * K + k];
+            q[i] = (double)E[at + k] * (double)U[at + k];
         }
     }
     z = pc_em_sum(z, tw); /* every lane shuffles, as in pc_em_product */
@@ -169,7 +170,7 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
     for (int i = 0; i < KPL; i++) {
         const int k = lane + i * tw;
         if (k >= K) continue;
-        e[k] = (T)q[i];
+        Q[at + k] = (T)q[i];
         for (int32_t j = cb; j < ce; j++) {
             T *s = S + ((int64_t)a.children[j] * ch + b) * K + k;
             const double sv = (double)*s;
@@ -211,12 +212,12 @@ static __device__ __forceinline__ unsigned long long pc_em_fixed(double value, d
     return (unsigned long long)(long long)(value * scale + 0.5);
 }
 
-/* Input flows: thread (v, segment, k) adds q_g(b, k) (g = v's group, q in E) over the
+/* Input flows: thread (v, segment, k) adds q_g(b, k) (g = v's group, Q the posteriors) over the
  * segment's rows to n_in[v][x_bv][k], one atomic per run of equal values (MNIST's background
  * makes long runs). Missing values count nowhere. */
 template <typename T>
 __global__ void __launch_bounds__(PC_EM_THREADS)
-    pc_em_input_flows(pc_em_args a, int64_t n, const T *E, unsigned long long *n_in,
+    pc_em_input_flows(pc_em_args a, int64_t n, const T *Q, unsigned long long *n_in,
                       const double *scale_ptr) {
     const int64_t segs = (n + PC_EM_SEG - 1) / PC_EM_SEG;
     const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -225,7 +226,7 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
     const int64_t rest = idx / a.K, seg = rest % segs;
     const int32_t v = (int32_t)(rest / segs);
     const double scale = *scale_ptr;
-    const T *q = E + (int64_t)a.var_group[v] * a.chunk * a.K + k;
+    const T *q = Q + (int64_t)a.var_group[v] * a.chunk * a.K + k;
     const uint16_t *code = a.xct + (int64_t)v * a.chunk;
     unsigned long long *out = n_in + (int64_t)v * a.C * a.K + k;
     const int64_t end = (seg + 1) * PC_EM_SEG < n ? (seg + 1) * PC_EM_SEG : n;
@@ -248,11 +249,11 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
  * then a fixed tree in shared memory) and adds it to n_root[k]. */
 template <typename T>
 __global__ void __launch_bounds__(PC_EM_THREADS)
-    pc_em_root_flows(pc_em_args a, int64_t n, const T *E, long long *n_root,
+    pc_em_root_flows(pc_em_args a, int64_t n, const T *Q, long long *n_root,
                      const double *scale_ptr) {
     __shared__ double part[PC_EM_THREADS];
     const int k = blockIdx.x;
-    const T *q = E + (int64_t)(a.G - 1) * a.chunk * a.K + k;
+    const T *q = Q + (int64_t)(a.G - 1) * a.chunk * a.K + k;
     double s = 0;
     for (int64_t b = threadIdx.x; b < n; b += PC_EM_THREADS) s += (double)q[b * a.K];
     part[threadIdx.x] = s;

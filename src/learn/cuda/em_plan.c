@@ -92,12 +92,6 @@ pc_status pc_em_plan_create(const pc_hclt *model, int64_t chunk, pc_em_plan **ou
     for (int32_t g = 0; g < p->G; g++)
         for (int32_t i = c->var_start[g]; i < c->var_start[g + 1]; i++)
             p->var_group[c->group_vars[i]] = g;
-    p->max_width = 1;
-    for (int32_t l = 0; l < p->L; l++) {
-        int32_t end = c->layer_start[l + 1] < p->G - 1 ? c->layer_start[l + 1] : p->G - 1;
-        int32_t w = end - c->layer_start[l];
-        p->max_width = w > p->max_width ? w : p->max_width;
-    }
     if ((st = find_chains(p))) {
         pc_em_plan_free(p);
         return st;
@@ -111,9 +105,9 @@ int64_t pc_em_plan_elems(const pc_em_plan *p, pc_em_buf buf) {
     switch (buf) {
     case PC_EM_BUF_W:
     case PC_EM_BUF_F: return (int64_t)(p->G - 1) * K * K;
-    case PC_EM_BUF_E: return (int64_t)p->G * rows;
+    case PC_EM_BUF_E:
+    case PC_EM_BUF_U: return (int64_t)p->G * rows;
     case PC_EM_BUF_S: return (int64_t)(p->G - 1) * rows;
-    case PC_EM_BUF_U: return (int64_t)p->max_width * rows;
     }
     return 0;
 }
@@ -195,7 +189,7 @@ pc_em_gemm pc_em_plan_gemm(const pc_em_plan *p, int64_t n, int32_t g0, int32_t g
         op.trans_a = 0, op.trans_b = 0, op.m = K, op.n = (int32_t)n, op.k = K;
         op.buf_a = PC_EM_BUF_W, op.a = g0 * kk, op.stride_a = kk;
         op.buf_b = PC_EM_BUF_S, op.b = g0 * rows, op.stride_b = rows;
-        op.buf_c = PC_EM_BUF_U, op.c = 0, op.stride_c = rows;
+        op.buf_c = PC_EM_BUF_U, op.c = g0 * rows, op.stride_c = rows;
     }
     return op;
 }
@@ -239,12 +233,14 @@ pc_status pc_em_plan_pass(const pc_em_plan *p, int64_t n, int phases, const pc_e
             continue;
         }
         if (ge > g0) {
-            const pc_em_gemm flows = pc_em_plan_gemm(p, n, g0, ge, 1);
             const pc_em_gemm down = pc_em_plan_gemm(p, n, g0, ge, 2);
-            st = ops->gemm(ops->ctx, &flows);
-            if (st == PC_OK) st = ops->gemm(ops->ctx, &down);
+            st = ops->gemm(ops->ctx, &down);
         }
         if (st == PC_OK) st = ops->posterior(ops->ctx, n, g0, g1);
+    }
+    if (st == PC_OK && !fused && (phases & PC_EM_PASS_DOWNWARD) && root > 0) {
+        const pc_em_gemm flows = pc_em_plan_gemm(p, n, 0, root, 1);
+        st = ops->gemm(ops->ctx, &flows);
     }
     return st;
 }

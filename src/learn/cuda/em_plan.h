@@ -4,22 +4,26 @@
  * gathered rows, keeping every group's values for the downward pass. Buffers, all of the
  * compute type (float or double), row-major, a group's block `chunk` rows apart:
  *   W [G - 1][K][K]  W_g[j][k] = p(Z_g = k | Z_parent = j), groups in circuit order
- *   E [G][chunk][K]  forward: e_g(b, k) = P_g(b, k) 2^-off_g(b), max_k in [0.5, 1);
- *                    after the downward pass: the posterior q_g(b, k) = p(Z_g = k | x_b)
+ *   E [G][chunk][K]  forward: e_g(b, k) = P_g(b, k) 2^-off_g(b), max_k in [0.5, 1); after a
+ *                    fused downward pass: the posterior q_g(b, k) = p(Z_g = k | x_b)
  *   S [G - 1][chunk][K]  forward: the message s_g(b, j) = sum_k W_g[j][k] e_g(b, k);
  *                    downward: a_g(b, j) = q_parent(b, j) / s_g(b, j) (0 where s_g = 0)
- *   U [max_width][chunk][K]  u_g(b, k) = sum_j a_g(b, j) W_g[j][k] of one layer's groups
- *   F [G - 1][K][K]  F_g[j][k] = sum_b a_g(b, j) e_g(b, k); the edge's expected counts are
- *                    W_g[j][k] F_g[j][k]
+ *   U [G][chunk][K]  (steps only) u_g(b, k) = sum_j a_g(b, j) W_g[j][k], then in place the
+ *                    posterior q_g(b, k)
+ *   F [G - 1][K][K]  (steps only) F_g[j][k] = sum_b a_g(b, j) e_g(b, k); the edge's expected
+ *                    counts are W_g[j][k] F_g[j][k]
  * The root is the last group and alone in the last layer.
  *
- * One pass (pc_em_plan_pass): forward, layer by layer from the leaves, the product of each
- * group (inputs times children's messages, scaled by a power of two; the root also gives
+ * One pass of steps (pc_em_plan_pass): forward, layer by layer from the leaves, the product of
+ * each group (inputs times children's messages, scaled by a power of two; the root also gives
  * log p(x)) and one strided-batched GEMM per layer for its messages, S_g = E_g W_g^T; then
- * from the root down, per layer, the flow GEMM F_g = A_g^T E_g and the posterior GEMM
- * U_g = A_g W_g, then the posteriors q_g = e_g u_g (the root: w e / sum w e), which also turn
- * every child's message into its ratio a_c = q_g / s_c in place. Each GEMM is described in
- * cuBLAS's column-major terms: a row-major [rows][K] block is a K x rows matrix with ld = K. */
+ * from the root down, per layer, the posterior GEMM U_g = A_g W_g and the posteriors
+ * q_g = e_g u_g (the root: w e / sum w e) over U, which also turn every child's message into
+ * its ratio a_c = q_g / s_c in place; last, one GEMM for the flows of every edge,
+ * F_g = A_g^T E_g. E keeps e_g for it: per layer, the flow GEMMs of the MNIST tree's 23
+ * two-group layers were [K, n] x [n, K] products too small to fill the GPU, and in FP32 they
+ * took the downward pass to twice FP64's time. Each GEMM is described in cuBLAS's
+ * column-major terms: a row-major [rows][K] block is a K x rows matrix with ld = K. */
 #ifndef PC_LEARN_EM_PLAN_H
 #define PC_LEARN_EM_PLAN_H
 
@@ -81,7 +85,6 @@ typedef struct pc_em_plan {
     pc_circuit *circuit; /* owned */
     int32_t V, C, K, G, L;
     int32_t *var_group; /* [V] the group whose latent each variable has */
-    int32_t max_width;  /* most non-root groups in one layer (>= 1) */
     int64_t chunk;      /* rows per pass the buffers hold */
     int32_t num_chains;
     pc_em_chain *chains;    /* [num_chains] in layer order */
@@ -123,13 +126,18 @@ typedef struct pc_em_gemm {
     double beta;
 } pc_em_gemm;
 
+/* Where a pass leaves the posteriors q_g: in E after a fused pass, in U after one of steps. */
+static inline pc_em_buf pc_em_plan_posteriors(int fused) {
+    return fused ? PC_EM_BUF_E : PC_EM_BUF_U;
+}
+
 /* The steps of a pass, done by an executor (the CUDA one, or a CPU one in the tests). */
 typedef struct pc_em_ops {
     void *ctx;
     /* Products of groups [g0, g1) of one layer over n rows (the root also writes log p(x)). */
     pc_status (*product)(void *ctx, int64_t n, int32_t g0, int32_t g1);
     pc_status (*gemm)(void *ctx, const pc_em_gemm *op);
-    /* Posteriors of groups [g0, g1) of one layer, children's ratios in place. */
+    /* Posteriors of groups [g0, g1) of one layer into U, children's ratios in place. */
     pc_status (*posterior)(void *ctx, int64_t n, int32_t g0, int32_t g1);
     /* The fused path, both or neither: a layer's products and messages (forward), and its
      * flows, posteriors and children's ratios (downward), in place of the three above. */
@@ -140,8 +148,8 @@ typedef struct pc_em_ops {
     pc_status (*downward_chain)(void *ctx, int64_t n, int32_t chain);
 } pc_em_ops;
 
-/* The batched GEMM of groups [g0, g1) (non-root, one layer) of a pass of n rows: which = 0 the
- * messages S = E W^T, 1 the flows F = A^T E, 2 the downward U = A W. */
+/* The batched GEMM of non-root groups [g0, g1) of a pass of n rows: which = 0 the messages
+ * S = E W^T and 2 the downward U = A W (one layer's groups), 1 the flows F = A^T E. */
 pc_em_gemm pc_em_plan_gemm(const pc_em_plan *plan, int64_t n, int32_t g0, int32_t g1, int which);
 
 /* What a pass runs: the forward (up to log p(x)) and the downward step (posteriors, ratios and
@@ -151,7 +159,7 @@ pc_em_gemm pc_em_plan_gemm(const pc_em_plan *plan, int64_t n, int32_t g0, int32_
 
 /* Runs the `phases` of one pass over n (1 <= n <= chunk) gathered rows through ops: forward and
  * downward per layer (per chain where ops has the chain steps) when ops has them, else
- * products, GEMMs and posteriors. */
+ * products, GEMMs and posteriors, and the flows' GEMM last. */
 pc_status pc_em_plan_pass(const pc_em_plan *plan, int64_t n, int phases, const pc_em_ops *ops);
 
 /* The model's parameters as probabilities in the plan's layouts: root [K]; trans [G - 1][K][K]
