@@ -81,23 +81,39 @@ def _cpu_opts(threads, isa):
     return (1 if threads is None else threads), _arrays.parse("isa", isa)
 
 
-def logsumexp(x, dim=-1, keepdim=False, kernel="fuse", threads=None, isa="auto"):
+def logsumexp(x, dim=-1, keepdim=False, kernel="fuse", threads=None, isa="auto", out=None):
     """log(sum(exp(x))) over `dim` (an int or a tuple of ints), like torch.logsumexp.
 
     NumPy arrays (float32, float16, ml_dtypes' bfloat16) run on the CPU kernels and give
     float32, or float64 with kernel="ref" (the FP64 reference); torch tensors (CPU or CUDA,
     float32 / float16 / bfloat16) give a tensor of the input's dtype on its device, and are
     differentiable. kernel: fuse (FP32, one pass), int (IntLSE, f32 only) or ref. threads:
-    CPU threads (None: the calling thread only); isa: auto, scalar, avx2, avx512."""
+    CPU threads (None: the calling thread only); isa: auto, scalar, avx2, avx512.
+    out: an array or tensor of the result's shape to write into and return instead of a new
+    one, C-contiguous, float32 (float64 for ref) whatever the input's dtype, on x's device; it
+    saves the allocation (4 us of a 14 us CUDA call) and is not differentiable."""
     torch_module = _torch_module(x)
     if torch_module is not None:
-        return torch_module.logsumexp(x, dim, keepdim, kernel, threads, isa)
+        return torch_module.logsumexp(x, dim, keepdim, kernel, threads, isa, out)
     kern = _arrays.parse("lse_kernel", kernel)
     dtype, a = _np_dtype(np.asarray(x), "x")
     rows, shape = _rows(a, dim, keepdim)
-    out = np.empty(rows.shape[0], np.float64 if kern == 0 else np.float32)
-    _core.lse_rows(kern, dtype, rows, out, *_cpu_opts(threads, isa))
-    return out.reshape(shape)
+    want = np.float64 if kern == 0 else np.float32
+    if out is None:
+        res = np.empty(rows.shape[0], want)
+    elif (type(out) is not np.ndarray or out.dtype != want or out.shape != tuple(shape)
+          or not out.flags.c_contiguous or not out.flags.writeable):
+        raise Error(
+            "out must be a writeable C-contiguous %s array of shape %s, not %s"
+            % (np.dtype(want).name, tuple(shape),
+               "%s of shape %s" % (out.dtype, out.shape) if isinstance(out, np.ndarray)
+               else type(out).__name__),
+            _core.ERR_ARG,
+        )
+    else:
+        res = out.reshape(rows.shape[0])
+    _core.lse_rows(kern, dtype, rows, res, *_cpu_opts(threads, isa))
+    return res.reshape(shape) if out is None else out
 
 
 def token_logprob(logits, targets, kernel="fuse", threads=None, isa="auto", check=False):

@@ -119,22 +119,45 @@ def _host(t):
     return t.numpy()
 
 
-def _lse_cuda(x2, rows, cols, stride, kern, code):
+def _lse_cuda(x2, rows, cols, stride, kern, code, out=None):
     """_lse_forward of a CUDA tensor, queued on the current stream of its device."""
-    out = x2.new_empty(rows, dtype=torch.float32)
+    if out is None:
+        out = x2.new_empty(rows, dtype=torch.float32)
     _queue(_core.lse_rows_cuda, x2.get_device(),
            (kern, code, x2.data_ptr(), rows, cols, stride, out.data_ptr()))
     return out
 
 
-def _lse_forward(x2, rows, cols, stride, kern, code, threads, isa):
+def _lse_forward(x2, rows, cols, stride, kern, code, threads, isa, out=None):
     """LSE of every row of x2 [rows, cols] (row starts `stride` elements apart) as float32
-    [rows] on x2's device."""
+    [rows] on x2's device (float64 for ref), into `out` [rows] when given."""
     if x2.is_cuda:
-        return _lse_cuda(x2, rows, cols, stride, kern, code)
-    out = torch.empty(rows, dtype=torch.float64 if kern == _REF else torch.float32)
+        return _lse_cuda(x2, rows, cols, stride, kern, code, out)
+    if out is None:
+        out = torch.empty(rows, dtype=torch.float64 if kern == _REF else torch.float32)
     _core.lse_rows(kern, code, _host(x2), out.numpy(), *_lse._cpu_opts(threads, isa))
     return out
+
+
+def _out_rows(out, x, shape, rows, kern):
+    """The caller's `out` as [rows]: a contiguous tensor of the result's shape (shape None:
+    [rows]) on x's device, float32 (float64 for ref), the kernels' own output type. The checks
+    are attribute reads that cost less than the allocation they replace (4 us on CUDA)."""
+    want = torch.float64 if kern == _REF else torch.float32
+    shape = (rows,) if shape is None else tuple(shape)
+    if (not isinstance(out, torch.Tensor) or out.dtype != want or out.shape != shape
+            or out.get_device() != x.get_device()):
+        got = ("%s of shape %s on %s" % (str(out.dtype).replace("torch.", ""), tuple(out.shape),
+                                         out.device) if isinstance(out, torch.Tensor)
+               else type(out).__name__)
+        raise Error("out must be %s of shape %s on %s (the kernel's results), not %s"
+                    % (str(want).replace("torch.", ""), shape, x.device, got), _core.ERR_ARG)
+    if not out.is_contiguous():
+        raise Error("out must be contiguous", _core.ERR_ARG)
+    if out.requires_grad and torch.is_grad_enabled():
+        raise Error("out must not require a gradient (out= is not differentiable)",
+                    _core.ERR_ARG)
+    return out if len(shape) == 1 else out.view(rows)
 
 
 def _launch_backward(device, x2, lse, rows, cols, grad):
@@ -193,10 +216,12 @@ class _LogSumExp(torch.autograd.Function):
         return _unrows(g, x, dim, keepdim).to(x.dtype), None, None, None, None, None, None
 
 
-def logsumexp(x, dim=-1, keepdim=False, kernel="fuse", threads=None, isa="auto"):
+def logsumexp(x, dim=-1, keepdim=False, kernel="fuse", threads=None, isa="auto", out=None):
     kern = _arrays.parse("lse_kernel", kernel)
     code = _dtype_code(x, "x")
     if x.requires_grad and torch.is_grad_enabled():
+        if out is not None:
+            raise Error("out= is not differentiable: x requires a gradient", _core.ERR_ARG)
         return _LogSumExp.apply(x, dim, keepdim, kern, code, threads, isa)
     if x.dim() == 2 and (dim == -1 or dim == 1) and not keepdim and x.is_contiguous():
         # The common call, a contiguous [rows, cols] reduced over cols, without the general
@@ -204,16 +229,24 @@ def logsumexp(x, dim=-1, keepdim=False, kernel="fuse", threads=None, isa="auto")
         # call, and at 512 x 128 that work takes longer than the kernel (2.3 us). On the CPU
         # the tensors' addresses go to the library as they are, not through NumPy views.
         rows, cols = x.shape
+        res = None if out is None else _out_rows(out, x, None, rows, kern)
         if x.is_cuda:
-            out = _lse_cuda(x, rows, cols, cols, kern, code)
+            res = _lse_cuda(x, rows, cols, cols, kern, code, res)
         elif rows and cols:
-            out = torch.empty(rows, dtype=torch.float64 if kern == _REF else torch.float32)
-            _core.lse_rows_at(kern, code, x.data_ptr(), rows, cols, cols, out.data_ptr(),
+            if res is None:
+                res = torch.empty(rows, dtype=torch.float64 if kern == _REF else torch.float32)
+            _core.lse_rows_at(kern, code, x.data_ptr(), rows, cols, cols, res.data_ptr(),
                               *_lse._cpu_opts(threads, isa))
         else:
-            out = _lse_forward(x, rows, cols, cols, kern, code, threads, isa)
-        return out if code == _lse.F32 or kern == _REF else out.to(x.dtype)
+            res = _lse_forward(x, rows, cols, cols, kern, code, threads, isa, res)
+        if out is not None:
+            return out
+        return res if code == _lse.F32 or kern == _REF else res.to(x.dtype)
     x2, rows, cols, stride, shape = _rows(x, dim, keepdim)
+    if out is not None:
+        _lse_forward(x2, rows, cols, stride, kern, code, threads, isa,
+                     _out_rows(out, x, shape, rows, kern))
+        return out
     return _result(_lse_forward(x2, rows, cols, stride, kern, code, threads, isa), shape, x, kern)
 
 

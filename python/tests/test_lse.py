@@ -74,6 +74,27 @@ def test_any_dim_and_views_read_in_place(rng):
     assert pcinfer.logsumexp(x[0, 0]).shape == ()
 
 
+@pytest.mark.parametrize("kernel", ["fuse", "int", "ref"])
+def test_out_is_written_and_returned(rng, kernel):
+    """out= gets the bits of the call without it (poisoned first, so an unwritten element
+    fails), for the 2-D fast path and the general one; a wrong out raises, naming what it
+    must be."""
+    x = np.concatenate([rng.normal(0, 3, (9, 300)).astype(np.float32), hard_rows(rng, 300)])
+    want = np.float64 if kernel == "ref" else np.float32
+    for dim, keepdim in ((-1, False), (0, False), (1, True)):
+        ref = pcinfer.logsumexp(x, dim, keepdim, kernel=kernel)
+        out = np.full(ref.shape, np.nan, want)
+        assert pcinfer.logsumexp(x, dim, keepdim, kernel=kernel, out=out) is out
+        np.testing.assert_array_equal(out, ref)
+    bad = [np.empty(14, np.float16), np.empty(13, want), np.empty((14, 2), want)[:, 0],
+           np.empty((14, 1), want), [0.0] * 14]
+    ro = np.empty(14, want)
+    ro.flags.writeable = False
+    for out in bad + [ro]:
+        with pytest.raises(pcinfer.Error, match="out must be a writeable C-contiguous"):
+            pcinfer.logsumexp(x, kernel=kernel, out=out)
+
+
 def test_float16_and_threads(rng):
     x = rng.normal(0, 3, (64, 333)).astype(np.float16)
     got = pcinfer.logsumexp(x, threads=2)

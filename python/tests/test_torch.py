@@ -127,6 +127,33 @@ def test_cpu_tensor_addresses_give_the_views_bits(gen, kernel, dtype, shape):
     assert torch.equal(got.view(torch.uint8), want.view(torch.uint8))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_out_is_written_and_returned(gen, device, dtype):
+    """out= (float32 whatever x's dtype) gets the bits of the call without it, poisoned first,
+    on the fast path (contiguous 2-D, last dim) and the general one; on CUDA with the scratch
+    of long rows too (3 x 128256). A wrong out, or out with a gradient, raises."""
+    for shape, dim, keepdim in (((512, 128), -1, False), ((3, 128256), 1, False),
+                                ((6, 5, 300), (0, 2), True), ((6, 5, 300), 1, False)):
+        x = randn(gen, shape, device, dtype)
+        ref = pcinfer.logsumexp(x.float() if dtype == torch.float32 else x, dim, keepdim)
+        out = torch.full(ref.shape, float("nan"), device=device)
+        assert pcinfer.logsumexp(x, dim, keepdim, out=out) is out
+        if dtype == torch.float32:
+            assert torch.equal(out, ref)
+        else:  # the float32 results, before the rounding to bf16 of the call without out
+            assert torch.equal(out.to(dtype), ref)
+    x = randn(gen, (4, 9), device)
+    for out in (torch.empty(5, device=device), torch.empty(4, dtype=torch.float16, device=device),
+                torch.empty(8, device=device)[::2], torch.empty(4, dtype=torch.float64)):
+        with pytest.raises(pcinfer.Error, match="out must be"):
+            pcinfer.logsumexp(x, out=out)
+    with pytest.raises(pcinfer.Error, match="out= is not differentiable"):
+        pcinfer.logsumexp(x.requires_grad_(), out=torch.empty(4, device=device))
+    with pytest.raises(pcinfer.Error, match="float64 of shape"):
+        pcinfer.logsumexp(x.detach().cpu(), kernel="ref", out=torch.empty(4))
+
+
 def test_refuses_what_the_kernels_do_not_take(gen):
     with pytest.raises(pcinfer.Error, match="float64 is not an input type"):
         pcinfer.logsumexp(torch.zeros(2, 3, dtype=torch.float64))
