@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "hclt_random.h"
+#include "learn/cuda/em_plan.h"
 #include "learn_models.h"
 #include "pc/learn.h"
 #include "testutil.h"
@@ -33,6 +34,7 @@ static double max_rel(const pc_hclt *a, const pc_hclt *b) {
             const double x = exp(pa[i][j]), y = exp(pb[i][j]);
             if (x == y) continue;
             const double d = fabs(x - y) / (x > y ? x : y);
+            if (isnan(d)) return NAN; /* a NaN parameter fails, never hides in a comparison */
             worst = d > worst ? d : worst;
         }
     return worst;
@@ -117,6 +119,46 @@ static void test_random_models(void **state) {
     }
 }
 
+/* Chains on the GEMM path (em_chain.cuh): two-branch trees, whose layers below the root are
+ * one chain, at K = 17 .. 64 (one and two states a lane), 3 steps against the CPU to 1e-9;
+ * passes of 37 rows, and of 8,192 (layer by layer: more rows than PC_EM_STEP_CHAIN_MAX_ROW_STATES
+ * allows) then 808 (a chain) in one step. */
+static void test_chains_on_the_gemm_path(void **state) {
+    (void)state;
+    const int32_t ks[4] = {17, 32, 40, 64};
+    for (int trial = 0; trial < 8; trial++) {
+        const int32_t K = ks[trial % 4], V = (int32_t)pc_hr_int(5, 30);
+        const int32_t C = (int32_t)pc_hr_int(2, trial % 2 ? 256 : 9);
+        pc_hclt *m = pc_hr_two_branches(V, C, K, trial % 3 == 0);
+        pc_em_plan *plan = NULL;
+        assert_int_equal(pc_em_plan_create(m, 64, &plan), PC_OK);
+        assert_true(plan->num_chains == 1 && !pc_em_plan_fused(plan) &&
+                    pc_em_plan_chained(plan, 0, 37));
+        pc_em_plan_free(plan);
+        const int big = trial >= 4;
+        const int64_t n = big ? 9000 : 101, count = big ? n : 300; /* a step takes <= count */
+        uint8_t *missing = NULL;
+        uint8_t *values = pc_hr_data(count, V, C, trial % 2 ? 0.15 : 0.0, &missing);
+        pc_data d = {.count = count, .width = V, .values = values, .missing = missing};
+        int64_t *rows = pc_test_alloc((size_t)n * sizeof(int64_t));
+        for (int64_t i = 0; i < n; i++) rows[i] = pc_hr_int(0, count - 1);
+        const pc_em_opts cpu = {0};
+        const pc_em_opts gpu = {.device = PC_EM_CUDA, .max_chunk = big ? 8192 : 37};
+        double ll_cpu = 0, ll_gpu = 0;
+        pc_hclt *want = run_em(m, &d, rows, n, 3, 0.7, &cpu, 0, &ll_cpu);
+        pc_hclt *got = run_em(m, &d, rows, n, 3, 0.7, &gpu, 1, &ll_gpu);
+        const double diff = max_rel(got, want);
+        if (!(diff < 1e-9) || !(fabs(ll_gpu - ll_cpu) <= 1e-9 * fabs(ll_cpu)))
+            printf("chain V %d C %d K %d n %lld: %.3g relative, LL %.12g vs %.12g\n", V, C, K,
+                   (long long)n, diff, ll_gpu, ll_cpu);
+        assert_true(diff < 1e-9);
+        assert_true(ll_gpu == ll_cpu || fabs(ll_gpu - ll_cpu) <= 1e-9 * fabs(ll_cpu));
+        pc_hclt_free(want), pc_hclt_free(got);
+        free(rows), free(values), free(missing);
+        pc_hclt_free(m);
+    }
+}
+
 /* The same steps twice, attached and streamed, FP64 and FP32: the same bits every time. */
 static void test_deterministic(void **state) {
     (void)state;
@@ -196,6 +238,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped_model_step),
         cmocka_unit_test(test_random_models),
+        cmocka_unit_test(test_chains_on_the_gemm_path),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_full_batch_monotone),
         cmocka_unit_test(test_bad_input),

@@ -140,13 +140,14 @@ static pc_status exec_forward(void *ctx, int64_t n, int32_t g0, int32_t g1) {
     return PC_OK;
 }
 
+/* Also a group of a chain on the GEMM path, whose flows come from the pass's one flow GEMM. */
 static pc_status exec_downward(void *ctx, int64_t n, int32_t g0, int32_t g1) {
     cpu_exec *x = ctx;
     const int32_t root = x->p->G - 1, ge = g1 < root ? g1 : root;
     if (ge > g0) {
         const pc_em_gemm flows = pc_em_plan_gemm(x->p, n, g0, ge, 1);
         const pc_em_gemm down = pc_em_plan_gemm(x->p, n, g0, ge, 2);
-        exec_gemm(ctx, &flows);
+        if (x->fused) exec_gemm(ctx, &flows);
         exec_gemm(ctx, &down);
     }
     return exec_posterior(ctx, n, g0, g1);
@@ -216,7 +217,7 @@ static void exec_pass(cpu_exec *x, const pc_data *d, const int64_t *rows, int64_
         }
     pc_em_ops ops = {x, exec_product, exec_gemm, exec_posterior, NULL, NULL, NULL, NULL};
     if (x->fused) ops.forward = exec_forward, ops.downward = exec_downward;
-    if (x->fused && x->chained)
+    if (x->chained)
         ops.forward_chain = exec_forward_chain, ops.downward_chain = exec_downward_chain;
     const int phases = PC_EM_PASS_FORWARD | PC_EM_PASS_DOWNWARD;
     assert_int_equal(pc_em_plan_pass(p, n, phases, &ops), PC_OK);
@@ -260,8 +261,9 @@ static double step_diff(const double *n, int64_t rows, int64_t row_step, int64_t
     return worst;
 }
 
-/* The executor's paths: per-step ops, fused per layer, fused with the chains. */
-enum exec_mode { EXEC_STEPS, EXEC_FUSED, EXEC_CHAINS };
+/* The executor's paths: per-step ops, fused per layer, fused with the chains, per-step ops
+ * with the chains. */
+enum exec_mode { EXEC_STEPS, EXEC_FUSED, EXEC_CHAINS, EXEC_STEP_CHAINS };
 
 /* One EM step (step 0.9, pseudocount 0.1) from the plan executor's counts against pc_em_step's;
  * returns the largest relative difference of any parameter (in probability), and of the
@@ -274,7 +276,8 @@ static double step_vs_cpu(const pc_hclt *m, const pc_data *d, const int64_t *row
     assert_int_equal(pc_em_plan_create(m, chunk, &p), PC_OK);
     cpu_exec x;
     exec_init(&x, p, m, f32);
-    x.fused = mode != EXEC_STEPS, x.chained = mode == EXEC_CHAINS;
+    x.fused = mode == EXEC_FUSED || mode == EXEC_CHAINS;
+    x.chained = mode == EXEC_CHAINS || mode == EXEC_STEP_CHAINS;
     const int64_t K = p->K, T = p->G - 1, C = p->C;
     double *root = calloc((size_t)K, sizeof(double));
     double *trans = calloc((size_t)(T * K * K + 1), sizeof(double));
@@ -432,17 +435,19 @@ static void test_plan_layout(void **state) {
     pc_hclt_free(m);
 }
 
-/* Random models (zero probabilities, shared latents, K from 1 to 33), random data with
- * missing values, passes of a chunk smaller than the step, on every path of the executor: the
- * executor's step is pc_em_step's to 1e-9. Some models have chains. */
+/* Random models (zero probabilities, shared latents, K from 1 to 33; the last four two-branch
+ * trees at K = 40 and 64, one chain below the root), random data with missing values, passes
+ * of a chunk smaller than the step, on every path of the executor, each K on each: the
+ * executor's step is pc_em_step's to 1e-9. Some random models have chains too. */
 static void test_pass_matches_cpu_em(void **state) {
     (void)state;
     const int32_t ks[6] = {1, 2, 5, 16, 17, 33};
-    int64_t chains_run = 0;
-    for (int trial = 0; trial < 18; trial++) {
-        const int32_t V = (int32_t)pc_hr_int(1, 24), C = (int32_t)pc_hr_int(2, 7);
-        const int32_t K = ks[trial % 6];
-        pc_hclt *m = pc_hr_model(V, C, K, 0.3, trial % 3 == 0);
+    int64_t chains_run = 0, step_chains_run = 0;
+    for (int trial = 0; trial < 28; trial++) {
+        const int32_t V = (int32_t)pc_hr_int(trial < 24 ? 1 : 5, 24), C = (int32_t)pc_hr_int(2, 7);
+        const int32_t K = trial < 24 ? ks[trial % 6] : trial % 2 ? 64 : 40;
+        pc_hclt *m = trial < 24 ? pc_hr_model(V, C, K, 0.3, trial % 3 == 0)
+                                : pc_hr_two_branches(V, C, K, trial % 3 == 0);
         uint8_t *missing = NULL;
         const int64_t count = 150;
         uint8_t *values = pc_hr_data(count, V, C, trial % 2 ? 0.2 : 0.0, &missing);
@@ -451,9 +456,12 @@ static void test_pass_matches_cpu_em(void **state) {
         for (int i = 0; i < 97; i++) rows[i] = pc_hr_int(0, count - 1);
         double ll_diff = 1;
         int64_t chains = 0;
-        const enum exec_mode mode = (enum exec_mode)((trial + trial / 6) % 3);
+        const enum exec_mode mode = trial < 24 ? (enum exec_mode)((trial + trial / 6) % 4)
+                                               : trial < 26 ? EXEC_STEP_CHAINS : EXEC_STEPS;
         const double worst = step_vs_cpu(m, &d, rows, 97, 40, 0, mode, &ll_diff, &chains);
         chains_run += chains;
+        if (mode == EXEC_STEP_CHAINS) step_chains_run += chains;
+        if (trial >= 24 && mode == EXEC_STEP_CHAINS) assert_true(chains > 0);
         if (worst > 1e-9 || ll_diff > 1e-12)
             printf("V %d C %d K %d: parameters %.3g, LL %.3g\n", V, C, K, worst, ll_diff);
         assert_true(worst < 1e-9);
@@ -461,7 +469,7 @@ static void test_pass_matches_cpu_em(void **state) {
         free(values), free(missing);
         pc_hclt_free(m);
     }
-    assert_true(chains_run > 0);
+    assert_true(chains_run > step_chains_run && step_chains_run > 0);
 }
 
 /* The shipped model, one step on 512 MNIST training images: FP64 as the CPU to 1e-9 (the CPU's

@@ -81,6 +81,22 @@ pc_hclt *pc_hr_model(int32_t V, int32_t C, int32_t K, double share, int zeros) {
     return m;
 }
 
+pc_hclt *pc_hr_two_branches(int32_t V, int32_t C, int32_t K, int zeros) {
+    if (V < 3) abort();
+    pc_hclt *m = pc_hr_model(V, C, K, 0.0, zeros); /* every non-root variable has a row */
+    int32_t root = 0;
+    for (int32_t v = 0; v < V; v++)
+        if (m->parent[v] < 0) root = v;
+    /* the others in index order, alternating between the branches */
+    int32_t last[2] = {root, root}, i = 0;
+    for (int32_t v = 0; v < V; v++) {
+        if (v == root) continue;
+        m->parent[v] = last[i % 2];
+        last[i % 2] = v, i++;
+    }
+    return m;
+}
+
 uint8_t *pc_hr_data(int64_t n, int32_t V, int32_t C, double missing_rate, uint8_t **missing) {
     size_t bytes = (size_t)(n * V > 0 ? n * V : 1);
     uint8_t *x = malloc(bytes);

@@ -23,6 +23,11 @@ double pc_hr_unit(void);
 /* A random valid model; aborts the program on allocation failure. */
 pc_hclt *pc_hr_model(int32_t V, int32_t C, int32_t K, double share, int zeros);
 
+/* A random model whose tree is two paths from the root (V >= 3), every non-root variable with
+ * its own latent: each layer below the root holds two groups (the last maybe one), the shape of
+ * the MNIST tree's top, where GPU EM runs chains (src/learn/cuda/em_plan.h). */
+pc_hclt *pc_hr_two_branches(int32_t V, int32_t C, int32_t K, int zeros);
+
 /* n random samples [n, V] of values < C; with missing != NULL also a mask where about
  * `missing_rate` of the entries are 1 (their values are then set to 255 to prove they are
  * ignored). Both malloc'ed. */

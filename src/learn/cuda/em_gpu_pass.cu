@@ -2,6 +2,7 @@
  * pass captured once as a CUDA graph per (rows, source, mask), the rows staged or gathered,
  * and the benchmark's timed replays. */
 #include "base/fail.h"
+#include "learn/cuda/em_chain.cuh"
 #include "learn/cuda/em_fused.cuh"
 #include "learn/cuda/em_gpu_state.cuh"
 
@@ -53,6 +54,32 @@ template <typename T> struct pass_kernels {
          * stays within the default 48 KB */
         default: return fused<16>(g, a, which, n, g0, g1, chain);
         }
+    }
+    /* A chain on the GEMM path, up (which = 0) or down (1); K <= PC_EM_STEP_CHAIN_MAX_K. */
+    template <int KPL>
+    static pc_status step_chain(pc_em_gpu *g, const pc_em_args &a, int which, int64_t n,
+                                int32_t chain) {
+        pc_status st = PC_OK;
+        const pc_em_chain *c = &g->plan->chains[chain];
+        const int64_t warps = PC_EM_THREADS / 32; /* a row to a warp */
+        const dim3 grid((unsigned)((n + warps - 1) / warps), (unsigned)(c->s1 - c->s0));
+        const size_t kk = (size_t)a.K * a.K * sizeof(double); /* 32 KB at K = 64 */
+        T *E = (T *)g->d_buf[PC_EM_BUF_E], *S = (T *)g->d_buf[PC_EM_BUF_S];
+        const T *W = (const T *)g->d_buf[PC_EM_BUF_W];
+        if (which == 0)
+            pc_em_step_chain_forward<T, KPL><<<grid, PC_EM_THREADS, kk, g->stream>>>(
+                a, n, c->s0, (const T *)g->d_input_c, E, S, W);
+        else
+            pc_em_step_chain_downward<T, KPL><<<grid, PC_EM_THREADS, kk, g->stream>>>(
+                a, n, c->s0, E, S, (T *)g->d_buf[PC_EM_BUF_U], W);
+        PC_CUDA_CHECK(cudaGetLastError());
+    fail:
+        return st;
+    }
+    static pc_status step_chain_of(pc_em_gpu *g, int which, int64_t n, int32_t chain) {
+        const pc_em_args a = pc_em_gpu_args(g);
+        return a.K <= 32 ? step_chain<1>(g, a, which, n, chain)
+                         : step_chain<2>(g, a, which, n, chain);
     }
     template <int KPL>
     static pc_status product(pc_em_gpu *g, const pc_em_args &a, int64_t n, int32_t g0,
@@ -156,13 +183,21 @@ static pc_status op_downward(void *ctx, int64_t n, int32_t g0, int32_t g1) {
     return ge > g0 ? launch(ctx, 1, 1, n, g0, ge) : PC_OK;
 }
 
-/* A chain of narrow layers in one launch, up or down (none of them holds the root). */
-static pc_status op_forward_chain(void *ctx, int64_t n, int32_t chain) {
-    return launch(ctx, 1, 0, n, 0, 0, chain);
+/* A chain of narrow layers in one launch, up or down (none of them holds the root): the fused
+ * kernels on the fused path, em_chain.cuh's on the GEMM path. */
+static pc_status run_chain(void *ctx, int which, int64_t n, int32_t index) {
+    pc_em_gpu *g = (pc_em_gpu *)ctx;
+    if (g->fused) return launch(ctx, 1, which, n, 0, 0, index);
+    return g->f32 ? pass_kernels<float>::step_chain_of(g, which, n, index)
+                  : pass_kernels<double>::step_chain_of(g, which, n, index);
 }
 
-static pc_status op_downward_chain(void *ctx, int64_t n, int32_t chain) {
-    return launch(ctx, 1, 1, n, 0, 0, chain);
+static pc_status op_forward_chain(void *ctx, int64_t n, int32_t index) {
+    return run_chain(ctx, 0, n, index);
+}
+
+static pc_status op_downward_chain(void *ctx, int64_t n, int32_t index) {
+    return run_chain(ctx, 1, n, index);
 }
 
 static pc_status op_gemm(void *ctx, const pc_em_gemm *op) {
@@ -200,10 +235,8 @@ static pc_status enqueue_pass(pc_em_gpu *g, int64_t n, const pc_em_source &src, 
     pc_status st = PC_OK;
     const pc_em_args a = pc_em_gpu_args(g);
     pc_em_ops ops = {g, op_product, op_gemm, op_posterior, NULL, NULL, NULL, NULL};
-    if (g->fused) {
-        ops.forward = op_forward, ops.downward = op_downward;
-        ops.forward_chain = op_forward_chain, ops.downward_chain = op_downward_chain;
-    }
+    if (g->fused) ops.forward = op_forward, ops.downward = op_downward;
+    ops.forward_chain = op_forward_chain, ops.downward_chain = op_downward_chain;
     const dim3 grid((unsigned)((n + 31) / 32), (unsigned)((a.V + 31) / 32)), block(32, 8);
     const int phases = stages == STAGE_FORWARD ? PC_EM_PASS_FORWARD
                                                : PC_EM_PASS_FORWARD | PC_EM_PASS_DOWNWARD;

@@ -130,6 +130,11 @@ double pc_em_plan_bytes(const pc_em_plan *p, int64_t chunk, int elem) {
 
 int pc_em_plan_fused(const pc_em_plan *p) { return p->K <= PC_EM_FUSED_MAX_K; }
 
+int pc_em_plan_chained(const pc_em_plan *p, int fused, int64_t n) {
+    return fused || (p->K <= PC_EM_STEP_CHAIN_MAX_K &&
+                     n * p->K <= PC_EM_STEP_CHAIN_MAX_ROW_STATES);
+}
+
 int32_t pc_em_plan_lanes(const pc_em_plan *p) {
     int32_t tw = 1;
     while (tw < p->K && tw < 32) tw *= 2;
@@ -200,7 +205,8 @@ pc_status pc_em_plan_pass(const pc_em_plan *p, int64_t n, int phases, const pc_e
                        (long long)n, (long long)p->chunk);
     const int32_t *ls = p->circuit->layer_start, root = p->G - 1;
     const int fused = ops->forward && ops->downward;
-    const int chained = fused && ops->forward_chain && ops->downward_chain;
+    const int chained =
+        ops->forward_chain && ops->downward_chain && pc_em_plan_chained(p, fused, n);
     pc_status st = PC_OK;
     int32_t next = 0; /* the first chain not yet run */
     for (int32_t l = 0; l < p->L && st == PC_OK && (phases & PC_EM_PASS_FORWARD); l++) {

@@ -76,6 +76,18 @@ typedef enum pc_em_buf {
  * H200, K = 16, batch 512: forward 0.286 -> 0.250 ms, downward 0.270 -> 0.249 ms. */
 #define PC_EM_CHAIN_WIDTH 2
 
+/* Chains on the GEMM path too, up to K = PC_EM_STEP_CHAIN_MAX_K and passes of n rows with
+ * n K <= PC_EM_STEP_CHAIN_MAX_ROW_STATES (em_chain.cuh): there a narrow layer costs two
+ * launches up (products, a GEMM of two groups) and two down (a GEMM, posteriors), each a few
+ * dependent round trips to memory. A chain's block keeps W_g in shared memory (K x K doubles,
+ * 32 KB at K = 64) and gives a row to a warp (K / 32 states a lane), 8 rows a block; the flows
+ * stay with the pass's one flow GEMM. H200, step ms, layers -> chain (FP64; FP32 alike):
+ * K = 32: 1.08 -> 1.00 (n = 512), 1.46 -> 1.38 (1024), 2.28 -> 2.24 (2048), 3.98 -> 4.07
+ * (4096); K = 64: 1.67 -> 1.64 (512), 2.42 -> 2.43 (1024; FP32 2.41 -> 2.38), 3.85 -> 4.04
+ * (2048). Each block loads W_g for each of its groups, which more rows make the larger cost. */
+#define PC_EM_STEP_CHAIN_MAX_K 64
+#define PC_EM_STEP_CHAIN_MAX_ROW_STATES 65536
+
 typedef struct pc_em_chain {
     int32_t l0, l1; /* layers [l0, l1) */
     int32_t s0, s1; /* strands [s0, s1) of the plan's strand lists */
@@ -107,6 +119,10 @@ int32_t pc_em_plan_lanes(const pc_em_plan *plan);
 int32_t pc_em_plan_fused_iter(const pc_em_plan *plan, int64_t n);
 int64_t pc_em_plan_tiles(const pc_em_plan *plan, int64_t n);
 int64_t pc_em_plan_partial_elems(const pc_em_plan *plan, int64_t chunk);
+
+/* Whether a pass of n rows whose ops have the chain steps takes them: always on the fused
+ * path, on the GEMM path as PC_EM_STEP_CHAIN_MAX_K and _MAX_ROW_STATES say. */
+int pc_em_plan_chained(const pc_em_plan *plan, int fused, int64_t n);
 
 /* Device bytes GPU EM needs for passes of `chunk` rows in a compute type of `elem` bytes: the
  * buffers (without U and F on the fused path, with P), the parameters and counts, offsets,
@@ -143,7 +159,8 @@ typedef struct pc_em_ops {
      * flows, posteriors and children's ratios (downward), in place of the three above. */
     pc_status (*forward)(void *ctx, int64_t n, int32_t g0, int32_t g1);
     pc_status (*downward)(void *ctx, int64_t n, int32_t g0, int32_t g1);
-    /* The fused path, optional (NULL: layer by layer): a whole chain of the plan, up or down. */
+    /* Optional (NULL: layer by layer): a whole chain of the plan, up or down; on the GEMM path
+     * what the layers' products, GEMMs and posteriors do but the flows (em_plan.h). */
     pc_status (*forward_chain)(void *ctx, int64_t n, int32_t chain);
     pc_status (*downward_chain)(void *ctx, int64_t n, int32_t chain);
 } pc_em_ops;
@@ -158,8 +175,8 @@ pc_em_gemm pc_em_plan_gemm(const pc_em_plan *plan, int64_t n, int32_t g0, int32_
 #define PC_EM_PASS_DOWNWARD 2
 
 /* Runs the `phases` of one pass over n (1 <= n <= chunk) gathered rows through ops: forward and
- * downward per layer (per chain where ops has the chain steps) when ops has them, else
- * products, GEMMs and posteriors, and the flows' GEMM last. */
+ * downward per layer when ops has them, else products, GEMMs and posteriors, and the flows'
+ * GEMM last; per chain where ops has the chain steps and pc_em_plan_chained says so. */
 pc_status pc_em_plan_pass(const pc_em_plan *plan, int64_t n, int phases, const pc_em_ops *ops);
 
 /* The model's parameters as probabilities in the plan's layouts: root [K]; trans [G - 1][K][K]
