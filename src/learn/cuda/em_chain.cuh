@@ -68,15 +68,8 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
             m = fmax(m, v[q]);
         }
         m = pc_em_max(m, 32);
-        int ex = 0;
-        double inv1 = 0, inv2 = 0;
-        if (m > 0 && isfinite(m)) {
-            frexp(m, &ex);
-            inv1 = ldexp(1.0, -ex / 2);
-            inv2 = ldexp(1.0, -ex - (-ex / 2));
-        } else {
-            ex = 0;
-        }
+        double inv1, inv2;
+        const int ex = pc_em_scale(m, &inv1, &inv2);
         double e[KPL];
 #pragma unroll
         for (int q = 0; q < KPL; q++) {

@@ -54,6 +54,20 @@ static __device__ __forceinline__ double pc_em_sum(double v, int tw) {
     return v;
 }
 
+/* The scale of a row whose largest value is m: returns ex with m 2^-ex in [0.5, 1), and 2^-ex
+ * as two factors (so that a scale of 2^1074 does not overflow); 0 and factors 0 when m is 0 or
+ * not finite (the row stays 0). */
+static __device__ __forceinline__ int pc_em_scale(double m, double *inv1, double *inv2) {
+    int ex = 0;
+    *inv1 = *inv2 = 0;
+    if (m > 0 && isfinite(m)) {
+        frexp(m, &ex);
+        *inv1 = ldexp(1.0, -ex / 2);
+        *inv2 = ldexp(1.0, -ex - (-ex / 2));
+    }
+    return ex;
+}
+
 /* The row of this thread: r = (group - g0) * n + b, and whether it exists. */
 struct pc_em_row {
     int32_t g;
@@ -103,15 +117,8 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
         m = fmax(m, v);
     }
     m = pc_em_max(m, tw);
-    int ex = 0;
-    double inv1 = 0, inv2 = 0;
-    if (m > 0 && isfinite(m)) {
-        frexp(m, &ex);
-        inv1 = ldexp(1.0, -ex / 2);
-        inv2 = ldexp(1.0, -ex - (-ex / 2));
-    } else {
-        ex = 0;
-    }
+    double inv1, inv2;
+    const int ex = pc_em_scale(m, &inv1, &inv2);
     const bool root = g == a.G - 1;
     double z = 0;
 #pragma unroll
