@@ -123,10 +123,13 @@ def gpu_part(args, torch):
         torch.cuda.synchronize()
         return statistics.median(a.elapsed_time(b) for a, b in ev)
 
-    def host_us(fn, x, calls, rounds=10):
-        """The least over rounds of the wall time per call of `calls` calls, synchronising
-        between rounds; a few hundred calls stay below a stream's queue depth (~1,000
-        launches), so that a round does not time the GPU draining a full queue."""
+    def wall_us(fn, x, calls, drain, rounds=10):
+        """The least over rounds of the wall time per call of `calls` back-to-back calls,
+        synchronising between rounds. drain=False: the host's work alone (host us; a few
+        hundred calls stay below a stream's queue depth of ~1,000 launches, so a round does
+        not time the GPU draining a full queue). drain=True: also the wait for the last call's
+        kernels, so what a call costs in a loop of calls, the host's work or the GPU's,
+        whichever bounds; unlike events_ms it has no event of its own to record per call."""
         fn(x)
         best = float("inf")
         for _ in range(rounds):
@@ -134,24 +137,10 @@ def gpu_part(args, torch):
             t0 = time.perf_counter()
             for _ in range(calls):
                 fn(x)
+            if drain:
+                torch.cuda.synchronize()
             best = min(best, (time.perf_counter() - t0) / calls * 1e6)
         torch.cuda.synchronize()
-        return best
-
-    def loop_us(fn, x, calls, rounds=10):
-        """What a call costs in a loop of calls: the wall time of `calls` back-to-back calls
-        and the wait for the last one's kernels, per call, the least over rounds. The host's
-        work or the GPU's, whichever bounds; unlike events_ms it has no event of its own to
-        record per call."""
-        fn(x)
-        best = float("inf")
-        for _ in range(rounds):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                fn(x)
-            torch.cuda.synchronize()
-            best = min(best, (time.perf_counter() - t0) / calls * 1e6)
         return best
 
     def graph_ms(fn, x, reps, calls=20):
@@ -205,8 +194,8 @@ def gpu_part(args, torch):
                 calls[name].append(events_ms(fn, xs, args.reps))
         for name, fn in fns.items():
             row[name + "_call_ms"] = statistics.median(calls[name])
-            row[name + "_host_us"] = host_us(fn, x, args.gpu_calls)
-            row[name + "_loop_us"] = loop_us(fn, x, args.gpu_calls)
+            row[name + "_host_us"] = wall_us(fn, x, args.gpu_calls, drain=False)
+            row[name + "_loop_us"] = wall_us(fn, x, args.gpu_calls, drain=True)
             row[name + "_graph_ms"] = graph_ms(fn, x, 15)
         for suffix in ("", "_out"):
             ratios = [t / p for t, p in zip(calls["torch" + suffix], calls["pcinfer" + suffix])]
