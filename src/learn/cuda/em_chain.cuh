@@ -5,10 +5,10 @@
  * GEMM and a posterior kernel. The MNIST tree's top 23 layers hold two groups each, so those
  * launches carry a few rows of work and wait on dependent round trips to memory. Here a block
  * walks one strand of a chain (its groups connected by parent-child edges, children first up,
- * parents first down) for 8 rows, a row to a warp, lane l holding states
- * l and l + 32 (KPL = 1 or 2), W_g in shared memory as FP64. Every group gives a thread the
- * same rows and states, so what a group leaves for the next in the strand (messages up,
- * ratios down, the offsets) is read back by the thread that wrote it.
+ * parents first down) for 8 rows, a row to a warp, lane l holding states l and l + 32 (KPL = 1
+ * or 2), W_g in shared memory as FP64. Every group gives a thread the same rows and states, so
+ * what a group leaves for the next in the strand (messages up, ratios down, the offsets) is
+ * read back by the thread that wrote it.
  *
  * The math and the roundings are the layers' (pc_em_product, the GEMMs, pc_em_posterior): e is
  * stored in T before the message reads it, s(j) = sum_k W[j][k] e(k) and u(k) = sum_j a(j)
@@ -20,8 +20,6 @@
 
 #include "learn/cuda/em_kernels.cuh"
 #include "learn/cuda/em_plan.h"
-
-#define PC_EM_FULL_MASK 0xffffffffu
 
 /* W_g into shared memory: w[j * K + k] = W_g[j][k], or its transpose (w[k * K + j]). */
 template <typename T>
@@ -87,7 +85,7 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
         for (int q = 0; q < KPL; q++)
             for (int src = 0; src < 32; src++) {
                 const int k = 32 * q + src;
-                const double ek = __shfl_sync(PC_EM_FULL_MASK, e[q], src);
+                const double ek = __shfl_sync(0xffffffffu, e[q], src);
                 if (k >= K) break; /* warp-uniform */
 #pragma unroll
                 for (int r = 0; r < KPL; r++)
@@ -130,7 +128,7 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
         for (int q = 0; q < KPL; q++)
             for (int src = 0; src < 32; src++) {
                 const int j = 32 * q + src;
-                const double aj = __shfl_sync(PC_EM_FULL_MASK, ratio[q], src);
+                const double aj = __shfl_sync(0xffffffffu, ratio[q], src);
                 if (j >= K) break; /* warp-uniform */
 #pragma unroll
                 for (int r = 0; r < KPL; r++)
