@@ -8,8 +8,9 @@
 #     python/tests/run_gpu.sh [OUT]      (OUT: where logs and results go; default $OUT or /tmp)
 #
 # MNIST must be in datasets/mnist (the tests that score it skip otherwise). PyJuice 2.6.3 is
-# used when its unpacked wheel is in .device-deps/pyjuice (pip download --no-deps
-# pyjuice==2.6.3, then unzip). Exit status: that of pytest, or the first failing step.
+# used when its unpacked wheel is in .devdata/pyjuice, where the bench/device scripts carry it
+# too (pip download --no-deps pyjuice==2.6.3, then unzip). Exit status: that of pytest, or the
+# first failing step.
 set -euo pipefail
 out=${1:-${OUT:-/tmp}}
 build=$PWD/build-gpu
@@ -33,7 +34,7 @@ step pip python3 -m pip install --no-build-isolation --no-deps --target "$site" 
 step tools cmake --build "$build" -j "$(nproc)" --target pcinfer_tool pclearn_tool
 
 pythonpath=$site
-[ -d .device-deps/pyjuice ] && pythonpath=$pythonpath:$PWD/.device-deps/pyjuice
+[ -d .devdata/pyjuice ] && pythonpath=$pythonpath:$PWD/.devdata/pyjuice
 echo "== pytest"
 set +e
 PYTHONPATH=$pythonpath PC_SOURCE_DIR=$PWD PC_BINARY_DIR=$build \
