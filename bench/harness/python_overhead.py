@@ -269,9 +269,10 @@ def note(result):
                                        r["pcinfer_host_us"], r["torch_host_us"],
                                        r["pcinfer_graph_ms"], r["torch_graph_ms"],
                                        r["max_rel_err"]))
-        lines += ["", "In a loop (the wall time of %d back-to-back calls and the wait for the last, "
-                  "per call, the least over 10 rounds: the host's work or the GPU's, whichever "
-                  "bounds, without the closing event that each single call above records), and "
+        lines += ["", "In a loop (the wall time of %d back-to-back calls and the wait for the "
+                  "last, per call, the least over 10 rounds: the host's work or the GPU's, "
+                  "whichever bounds, without the closing event that each single call above "
+                  "records), and "
                   "one call between events, without and with `out=` (a result tensor made once, "
                   "for both):" % g["gpu_calls"], "",
                   "| B x N f32 | call | pcinfer us/call in a loop | torch us/call in a loop | "

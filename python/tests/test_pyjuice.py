@@ -10,7 +10,8 @@ import pcinfer
 
 torch = pytest.importorskip("torch")
 juice = pytest.importorskip("pyjuice")
-needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="PyJuice's forward needs a GPU")
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(),
+                               reason="PyJuice's forward pass needs a GPU")
 
 
 def _numpy(t):
