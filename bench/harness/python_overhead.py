@@ -76,6 +76,33 @@ def ctypes_lse(lib_path, x, out):
     return call
 
 
+def ctypes_lse_cuda(lib_path, torch, rows, cols, out=None):
+    """pc_lse_rows_cuda(fuse, f32, x, ...) on torch's current stream through ctypes, as the
+    hand-written binding the package replaces calls it (the issue's baseline): scratch made
+    once; the result made per call unless `out` is given (then written into)."""
+    lib = ctypes.CDLL(os.path.abspath(lib_path))
+    f = lib.pc_lse_rows_cuda
+    f.restype = ctypes.c_int
+    f.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                  ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                  ctypes.POINTER(ctypes.c_size_t), ctypes.c_void_p]
+    need = ctypes.c_size_t(0)
+    stream = torch.cuda.current_stream().cuda_stream
+    if f(1, 0, None, rows, cols, cols, None, None, ctypes.byref(need), stream) != 0:
+        raise RuntimeError("pc_lse_rows_cuda size query failed")
+    scratch = torch.empty(need.value, dtype=torch.uint8, device="cuda")
+    nbytes = ctypes.c_size_t(need.value)
+
+    def call(x):
+        res = torch.empty(rows, device="cuda") if out is None else out
+        if f(1, 0, x.data_ptr(), rows, cols, cols, res.data_ptr(), scratch.data_ptr(),
+             ctypes.byref(nbytes), stream) != 0:
+            raise RuntimeError("pc_lse_rows_cuda failed")
+        return res
+
+    return call
+
+
 def cpu_part(args, torch):
     res = {}
     model = pcinfer.load(os.path.join(ROOT, "models", "mnist.h5"))
@@ -187,7 +214,13 @@ def gpu_part(args, torch):
         fns = {"pcinfer": ours, "torch": theirs,
                "pcinfer_out": lambda t: pcinfer.logsumexp(t, dim=1, out=out_ours),
                "torch_out": lambda t: torch.logsumexp(t, dim=1, out=out_theirs)}
+        if args.lib:
+            out_ctypes = torch.empty(rows, device="cuda")
+            fns["ctypes"] = ctypes_lse_cuda(args.lib, torch, rows, cols)
+            fns["ctypes_out"] = ctypes_lse_cuda(args.lib, torch, rows, cols, out_ctypes)
         assert torch.equal(fns["pcinfer_out"](x), ours(x))
+        for name in ("ctypes", "ctypes_out"):
+            assert name not in fns or torch.equal(fns[name](x), ours(x))
         calls = {name: [] for name in fns}
         for _ in range(args.rounds):
             for name, fn in fns.items():
@@ -197,6 +230,19 @@ def gpu_part(args, torch):
             row[name + "_host_us"] = wall_us(fn, x, args.gpu_calls, drain=False)
             row[name + "_loop_us"] = wall_us(fn, x, args.gpu_calls, drain=True)
             row[name + "_graph_ms"] = graph_ms(fn, x, 15)
+        # The package's host time in layers, at 512 x 128 where it bounds: the extension's
+        # call alone (scratch and result made once: the C layer and the launch) and the
+        # result's allocation alone; the rest of pcinfer_host_us is the Python layer.
+        if cols == 128:
+            scratch = torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
+            stream = torch.cuda.current_stream().cuda_stream
+            row["extension_host_us"] = wall_us(
+                lambda t: _core.lse_rows_cuda(1, 0, t.data_ptr(), rows, cols, cols,
+                                              out_ours.data_ptr(), scratch.data_ptr(),
+                                              scratch.numel(), stream), x, args.gpu_calls,
+                drain=False)
+            row["alloc_host_us"] = wall_us(lambda t: t.new_empty(rows, dtype=torch.float32), x,
+                                           args.gpu_calls, drain=False)
         for suffix in ("", "_out"):
             ratios = [t / p for t, p in zip(calls["torch" + suffix], calls["pcinfer" + suffix])]
             row["ratio_call_rounds" + suffix] = [min(ratios), max(ratios)]
@@ -292,6 +338,31 @@ def note(result):
                         r["ratio_call_rounds" + suffix][0], r["ratio_call_rounds" + suffix][1],
                         "" if r["met" + suffix] else " (missed)", r["target_ratio"],
                         r["pcinfer%s_host_us" % suffix], r["torch%s_host_us" % suffix]))
+        with_ctypes = [r for r in g["shapes"] if "ctypes_call_ms" in r]
+        if with_ctypes:
+            lines += ["", "The same calls through a hand-written ctypes binding of "
+                      "pc_lse_rows_cuda (scratch made once; the result made per call, or "
+                      "made once and passed, as `out=`), in the same alternating rounds:", "",
+                      "| B x N f32 | call | ctypes ms/call | torch / ctypes (one call) | "
+                      "pcinfer / ctypes (one call) | ctypes us/call in a loop | "
+                      "torch / ctypes in a loop | ctypes host us |", "|---|---|---|---|---|---|---|---|"]
+            for r in with_ctypes:
+                for suffix, label in (("", "new result"), ("_out", "out=")):
+                    c = "ctypes" + suffix
+                    lines.append("| %d x %d | %s | %.4f | %.2f | %.2f | %.1f | %.2f | %.1f |" % (
+                        r["rows"], r["cols"], label, r[c + "_call_ms"],
+                        r["torch%s_call_ms" % suffix] / r[c + "_call_ms"],
+                        r["pcinfer%s_call_ms" % suffix] / r[c + "_call_ms"], r[c + "_loop_us"],
+                        r["torch%s_loop_us" % suffix] / r[c + "_loop_us"], r[c + "_host_us"]))
+        for r in g["shapes"]:
+            if "extension_host_us" in r:
+                lines += ["", "Host time of one %d x %d call in layers: %.1f us in all, of which "
+                          "the extension's call with its launch %.1f, the result's allocation "
+                          "(`new_empty`) %.1f, the Python layer the remaining %.1f." % (
+                              r["rows"], r["cols"], r["pcinfer_host_us"],
+                              r["extension_host_us"], r["alloc_host_us"],
+                              r["pcinfer_host_us"] - r["extension_host_us"]
+                              - r["alloc_host_us"])]
         lines += ["", "log_likelihood of one image, kernel fuse: %.1f us per call."
                   % g["mnist_one_image_fuse_us"]]
     return "\n".join(lines) + "\n"

@@ -5,7 +5,8 @@
 # installed package (the GPU tests included; PyJuice's where it is found), then the overhead
 # benchmark. Run from the repository root:
 #
-#     python/tests/run_gpu.sh [OUT]      (OUT: where logs and results go; default $OUT or /tmp)
+#     [PC_LIB=build/src/libpcinfer.so] python/tests/run_gpu.sh [OUT]
+#     (OUT: where logs and results go; default $OUT or /tmp; PC_LIB: see the benchmark below)
 #
 # MNIST must be in datasets/mnist (the tests that score it skip otherwise). PyJuice 2.6.3 is
 # used when its unpacked wheel is in .devdata/pyjuice, where the bench/device scripts carry it
@@ -43,5 +44,10 @@ PYTHONPATH=$pythonpath PC_SOURCE_DIR=$PWD PC_BINARY_DIR=$build \
 rc=${PIPESTATUS[0]}
 set -e
 echo "== benchmark"
-PYTHONPATH=$site python3 bench/harness/python_overhead.py --out "$out" | tee "$out/benchmark.log"
+# The benchmark's ctypes rows call the shared library of a full build (PC_LIB, e.g.
+# build/src/libpcinfer.so): the package's own build makes only the static one.
+lib=()
+if [ -n "${PC_LIB:-}" ]; then lib=(--lib "$PC_LIB"); else echo "no PC_LIB: no ctypes rows"; fi
+PYTHONPATH=$site python3 bench/harness/python_overhead.py --out "$out" "${lib[@]}" \
+  | tee "$out/benchmark.log"
 exit "$rc"
