@@ -5,7 +5,7 @@
  * epoch).
  *
  * usage: learn_gpu_bench OUT.json [--ks 16,32,64,128] [--batches 512,4096] [--reps N]
- *                        [--epoch-ks 16,32,64,128] [--modes f64,f32]
+ *                        [--epoch-ks 16,32,64,128|none] [--modes f64,f32]
  * Built by CMake (BUILD/learn_gpu_bench); bench/harness/learn_gpu_bench.sh runs and plots it.
  * Times: `step_ms`, the median wall time of pc_em_step with the data attached (row indices in,
  * LL out, graph launch, M-step); `pass_ms`, the median GPU time of the pass's CUDA graph alone
@@ -124,7 +124,8 @@ int main(int argc, char **argv) {
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--ks")) nk = parse_list(argv[i + 1], ks);
         else if (!strcmp(argv[i], "--batches")) nb = parse_list(argv[i + 1], batches);
-        else if (!strcmp(argv[i], "--epoch-ks")) nek = parse_list(argv[i + 1], eks);
+        else if (!strcmp(argv[i], "--epoch-ks"))
+            nek = strcmp(argv[i + 1], "none") ? parse_list(argv[i + 1], eks) : 0;
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]) > 0 ? atoi(argv[i + 1]) : 1;
         else if (!strcmp(argv[i], "--modes")) {
             f64 = strstr(argv[i + 1], "f64") != NULL;
