@@ -367,13 +367,13 @@ static pc_status launch_update(pc_em_gpu *g, const pc_em_update_args &u) {
     const dim3 in_grid((unsigned)u.V, (unsigned)((u.K + tk - 1) / tk)); /* V may pass 65535 */
     const dim3 in_block((unsigned)tk, (unsigned)(PC_EM_THREADS / tk));
     pc_status st = PC_OK;
-    const int threads = 128;
+    const int64_t trans_blocks = (u.trans_rows + PC_EM_THREADS / 32 - 1) / (PC_EM_THREADS / 32);
     T *trans_c = g->f32 ? (T *)g->d_trans_c : NULL, *input_c = g->f32 ? (T *)g->d_input_c : NULL;
     pc_em_update_root<<<1, 1, 0, g->stream>>>(u, g->d_root, g->d_n_root);
     PC_CUDA_CHECK(cudaGetLastError());
     if (u.trans_rows > 0) {
-        pc_em_update_trans<T><<<(unsigned)((u.trans_rows + threads - 1) / threads), threads, 0,
-                                g->stream>>>(u, g->d_trans, trans_c, g->d_n_trans);
+        pc_em_update_trans<T><<<(unsigned)trans_blocks, PC_EM_THREADS, 0, g->stream>>>(
+            u, g->d_trans, trans_c, g->d_n_trans); /* a warp per row */
         PC_CUDA_CHECK(cudaGetLastError());
     }
     pc_em_update_input<T><<<in_grid, in_block, 0, g->stream>>>(u, g->d_input, input_c,

@@ -122,7 +122,8 @@ template <typename T> struct pass_kernels {
         pc_status st = PC_OK;
         const pc_em_args a = pc_em_gpu_args(g);
         const T *Q = (const T *)g->d_buf[pc_em_plan_posteriors(g->fused)];
-        const int64_t segs = (n + PC_EM_SEG - 1) / PC_EM_SEG;
+        const int64_t seg_rows = pc_em_input_seg(n, a.V, a.K);
+        const int64_t segs = (n + seg_rows - 1) / seg_rows;
         const int64_t inputs = (int64_t)a.V * segs * a.K;
         const int64_t trans = (int64_t)(a.G - 1) * a.K * a.K;
         const unsigned tgrid = (unsigned)((trans + PC_EM_THREADS - 1) / PC_EM_THREADS);

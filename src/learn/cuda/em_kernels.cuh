@@ -24,9 +24,19 @@
 #include "learn/cuda/em_plan.h"
 
 #define PC_EM_THREADS PC_EM_ROW_THREADS
-/* Rows per segment of the input flows: each thread sums one (variable, state) over one
- * segment, so the grid has V * K * n / 128 threads (enough for the GPU at K = 16, n = 512). */
-#define PC_EM_SEG 128
+/* Rows per segment of the input flows (each thread sums one (variable, state) over one
+ * segment): the largest power of two in [16, 128] that still gives the grid
+ * PC_EM_SEG_THREADS threads, V K n / rows of them. A thread walks its segment one dependent
+ * step after another, so short passes need short segments: at K = 16, n = 512 segments of 128
+ * made 50,176 threads and took 78 us of a 0.87 ms step (ncu, H200); at K = 128, n = 4,096 the
+ * grid has 3.2 M threads with 128 and the kernel reads its 3.3 GB of posteriors at the memory's
+ * pace. */
+#define PC_EM_SEG_THREADS (1 << 20)
+static inline __host__ __device__ int64_t pc_em_input_seg(int64_t n, int32_t V, int32_t K) {
+    int64_t rows = 128;
+    while (rows > 16 && (int64_t)V * K * ((n + rows - 1) / rows) < PC_EM_SEG_THREADS) rows /= 2;
+    return rows;
+}
 #define PC_EM_LN2 0.693147180559945309417232121458176568
 
 /* What the row kernels read, by value: the circuit's CSR arrays on the device, the sizes. */
@@ -226,7 +236,7 @@ template <typename T>
 __global__ void __launch_bounds__(PC_EM_THREADS)
     pc_em_input_flows(pc_em_args a, int64_t n, const T *Q, unsigned long long *n_in,
                       const double *scale_ptr) {
-    const int64_t segs = (n + PC_EM_SEG - 1) / PC_EM_SEG;
+    const int64_t seg_rows = pc_em_input_seg(n, a.V, a.K), segs = (n + seg_rows - 1) / seg_rows;
     const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (int64_t)a.V * segs * a.K) return;
     const int32_t k = (int32_t)(idx % a.K);
@@ -236,10 +246,10 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
     const T *q = Q + (int64_t)a.var_group[v] * a.chunk * a.K + k;
     const uint16_t *code = a.xct + (int64_t)v * a.chunk;
     unsigned long long *out = n_in + (int64_t)v * a.C * a.K + k;
-    const int64_t end = (seg + 1) * PC_EM_SEG < n ? (seg + 1) * PC_EM_SEG : n;
+    const int64_t end = (seg + 1) * seg_rows < n ? (seg + 1) * seg_rows : n;
     int32_t cur = -1;
     double acc = 0;
-    for (int64_t b = seg * PC_EM_SEG; b < end; b++) {
+    for (int64_t b = seg * seg_rows; b < end; b++) {
         const int32_t c = code[b];
         if (c == a.C) continue;
         if (c != cur) {
@@ -298,7 +308,7 @@ static __device__ void pc_em_update_dist(double *p, long long *n, int64_t size, 
 }
 
 /* Parameters after the counts, and their copies in the compute type (copy NULL: the
- * parameters are the copy). Root: one thread. Transitions: thread per row (g, j) of
+ * parameters are the copy). Root: one thread. Transitions: a warp per row (g, j) of
  * [G - 1][K][K]. Inputs [V][C + 1][K] over c < C (counts [V][C][K]): see pc_em_update_input. */
 struct pc_em_update_args {
     double inv_scale, step, pseudocount;
@@ -310,14 +320,32 @@ static __global__ void pc_em_update_root(pc_em_update_args u, double *root, long
     pc_em_update_dist(root, n, u.K, 1, u.inv_scale, u.step, u.pseudocount);
 }
 
+/* Transitions, a warp per row: lanes take k = lane, lane + 32, ..., so every load and store
+ * is coalesced. A thread per row walked its K counts at a stride of K (uncoalesced) three
+ * times: 388 us of a 15.8 ms step at K = 128 (70,272 rows of 128, ncu, H200). The row's total
+ * is summed exactly in int64, as pc_em_update_input's are (any order, the same bits), and
+ * converted once. */
 template <typename T>
-__global__ void pc_em_update_trans(pc_em_update_args u, double *w, T *copy, long long *n) {
-    const int64_t row = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (row >= u.trans_rows) return;
+__global__ void __launch_bounds__(PC_EM_THREADS)
+    pc_em_update_trans(pc_em_update_args u, double *w, T *copy, long long *n) {
+    const int64_t row = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (row >= u.trans_rows) return; /* warp-uniform: a warp's lanes share the row */
     double *p = w + row * u.K;
-    pc_em_update_dist(p, n + row * u.K, u.K, 1, u.inv_scale, u.step, u.pseudocount);
-    if (copy)
-        for (int32_t k = 0; k < u.K; k++) copy[row * u.K + k] = (T)p[k];
+    long long *nr = n + row * u.K;
+    long long sum = 0;
+    for (int32_t k = lane; k < u.K; k += 32) sum += nr[k];
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    const double denom = (double)sum * u.inv_scale + u.pseudocount;
+    const double prior = u.pseudocount / (double)u.K;
+    for (int32_t k = lane; k < u.K; k += 32) {
+        if (denom > 0) {
+            const double est = ((double)nr[k] * u.inv_scale + prior) / denom;
+            p[k] = (1 - u.step) * p[k] + u.step * est;
+        }
+        nr[k] = 0;
+        if (copy) copy[row * u.K + k] = (T)p[k];
+    }
 }
 
 /* Inputs: a block per (variable v, tile of tk = min(K, 32) states), grid (V, K / tk), threads
