@@ -133,7 +133,7 @@ template <typename T> struct pass_kernels {
         PC_CUDA_CHECK(cudaGetLastError());
         pc_em_input_flows<T><<<(unsigned)((inputs + PC_EM_THREADS - 1) / PC_EM_THREADS),
                                PC_EM_THREADS, 0, g->stream>>>(
-            a, n, Q, (unsigned long long *)g->d_n_input, g->d_scale);
+            a, n, seg_rows, Q, (unsigned long long *)g->d_n_input, g->d_scale);
         PC_CUDA_CHECK(cudaGetLastError());
         if (trans > 0 && g->fused) {
             pc_em_fused_trans_flows<<<tgrid, PC_EM_THREADS, 0, g->stream>>>(

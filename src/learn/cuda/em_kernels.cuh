@@ -32,7 +32,7 @@
  * grid has 3.2 M threads with 128 and the kernel reads its 3.3 GB of posteriors at the memory's
  * pace. */
 #define PC_EM_SEG_THREADS (1 << 20)
-static inline __host__ __device__ int64_t pc_em_input_seg(int64_t n, int32_t V, int32_t K) {
+static inline int64_t pc_em_input_seg(int64_t n, int32_t V, int32_t K) {
     int64_t rows = 128;
     while (rows > 16 && (int64_t)V * K * ((n + rows - 1) / rows) < PC_EM_SEG_THREADS) rows /= 2;
     return rows;
@@ -229,14 +229,14 @@ static __device__ __forceinline__ unsigned long long pc_em_fixed(double value, d
     return (unsigned long long)(long long)(value * scale + 0.5);
 }
 
-/* Input flows: thread (v, segment, k) adds q_g(b, k) (g = v's group, Q the posteriors) over the
+/* Input flows: thread (v, segment of seg_rows = pc_em_input_seg rows, k) adds q_g(b, k) (g = v's group, Q the posteriors) over the
  * segment's rows to n_in[v][x_bv][k], one atomic per run of equal values (MNIST's background
  * makes long runs). Missing values count nowhere. */
 template <typename T>
 __global__ void __launch_bounds__(PC_EM_THREADS)
-    pc_em_input_flows(pc_em_args a, int64_t n, const T *Q, unsigned long long *n_in,
-                      const double *scale_ptr) {
-    const int64_t seg_rows = pc_em_input_seg(n, a.V, a.K), segs = (n + seg_rows - 1) / seg_rows;
+    pc_em_input_flows(pc_em_args a, int64_t n, int64_t seg_rows, const T *Q,
+                      unsigned long long *n_in, const double *scale_ptr) {
+    const int64_t segs = (n + seg_rows - 1) / seg_rows;
     const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (int64_t)a.V * segs * a.K) return;
     const int32_t k = (int32_t)(idx % a.K);
@@ -290,6 +290,15 @@ __global__ void pc_em_trans_flows(int64_t total, const T *F, const double *w, lo
     if (i < total) n_tr[i] += (long long)pc_em_fixed(w[i] * (double)F[i], *scale_ptr);
 }
 
+/* One parameter's M-step: est = (count / scale + prior) / denom, p <- (1 - step) p + step est;
+ * p is kept when denom (the distribution's total plus the pseudocount) is 0. */
+static __device__ __forceinline__ double pc_em_blend(double p, long long count, double inv_scale,
+                                                     double prior, double denom, double step) {
+    if (!(denom > 0)) return p;
+    const double est = ((double)count * inv_scale + prior) / denom;
+    return (1 - step) * p + step * est;
+}
+
 /* M-step of one distribution p [size] (entries `stride` apart) from fixed-point counts n (same
  * layout), which it clears: est = (N + alpha / size) / (sum N + alpha), p <- (1 - step) p +
  * step est; p is kept when sum N + alpha is 0. The sum runs in index order, as on the CPU. */
@@ -299,10 +308,7 @@ static __device__ void pc_em_update_dist(double *p, long long *n, int64_t size, 
     for (int64_t i = 0; i < size; i++) total += (double)n[i * stride] * inv_scale;
     const double denom = total + pseudocount, prior = pseudocount / (double)size;
     for (int64_t i = 0; i < size; i++) {
-        if (denom > 0) {
-            const double est = ((double)n[i * stride] * inv_scale + prior) / denom;
-            p[i * stride] = (1 - step) * p[i * stride] + step * est;
-        }
+        p[i * stride] = pc_em_blend(p[i * stride], n[i * stride], inv_scale, prior, denom, step);
         n[i * stride] = 0;
     }
 }
@@ -339,10 +345,7 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
     const double denom = (double)sum * u.inv_scale + u.pseudocount;
     const double prior = u.pseudocount / (double)u.K;
     for (int32_t k = lane; k < u.K; k += 32) {
-        if (denom > 0) {
-            const double est = ((double)nr[k] * u.inv_scale + prior) / denom;
-            p[k] = (1 - u.step) * p[k] + u.step * est;
-        }
+        p[k] = pc_em_blend(p[k], nr[k], u.inv_scale, prior, denom, u.step);
         nr[k] = 0;
         if (copy) copy[row * u.K + k] = (T)p[k];
     }
@@ -376,10 +379,7 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
     const double prior = u.pseudocount / (double)u.C;
     double *p = in + v * (u.C + 1) * u.K + k;
     for (int64_t c = threadIdx.y; c < u.C; c += slices) {
-        if (denom > 0) {
-            const double est = ((double)nv[c * u.K] * u.inv_scale + prior) / denom;
-            p[c * u.K] = (1 - u.step) * p[c * u.K] + u.step * est;
-        }
+        p[c * u.K] = pc_em_blend(p[c * u.K], nv[c * u.K], u.inv_scale, prior, denom, u.step);
         nv[c * u.K] = 0;
         if (copy) copy[(v * (u.C + 1) + c) * u.K + k] = (T)p[c * u.K];
     }
