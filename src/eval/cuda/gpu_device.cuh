@@ -3,14 +3,15 @@
  * Phase A of a block-wide item (persistent fuse, int, gemm): for a tile of bm samples of one
  * group, the gather of its inputs and children's messages p(b, k) into es[K][ld] in shared
  * memory, the per-sample max m(b) and offset O(b), and the shift (and exp) by m; the root's
- * output; FP32 <-> FP64 conversions; the FP64 tensor-core tile; the counters' acquire and
- * release between items of the persistent kernels. The message format is gpu_engine.cuh's. */
+ * output; FP32 <-> FP64 conversions; the FP64 tensor-core tile. The counters between items of
+ * the persistent kernels are base/cuda_counter.cuh's. The message format is gpu_engine.cuh's. */
 #ifndef PC_GPU_DEVICE_CUH
 #define PC_GPU_DEVICE_CUH
 
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "base/cuda_counter.cuh"
 #include "eval/cuda/gpu_engine.cuh"
 #include "eval/cuda/gpu_log.h"
 
@@ -272,31 +273,6 @@ static __device__ void pc_gpu_root_out(const pc_gpu_args &a, int64_t b0, int bm,
         for (int k = 0; k < a.K; k++) sum += (double)es[k * ld + bl];
         a.logp[b] = m[bl] == -INFINITY ? -INFINITY : o[bl] + m[bl] + log(sum);
     }
-}
-
-/* Waits until the counter at d reaches need: relaxed polls from L2, NS ns apart, then one
- * acquire load, so that what the counter's release published is visible to this thread (and,
- * after a barrier, to its block). One acquire rather than acquire polls: at GPU scope an
- * acquire invalidates the SM's whole L1 (CCTL.IVALL), every warp's cached lines with it.
- * need by reference: a kernel argument is read where it lives, as in the loop written out. */
-template <unsigned NS>
-static __device__ __forceinline__ void pc_gpu_acquire_count(const int32_t *d,
-                                                            const int &need) {
-    int seen;
-    for (;;) {
-        asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(seen) : "l"(d) : "memory");
-        if (seen >= need) break;
-        __nanosleep(NS);
-    }
-    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(seen) : "l"(d) : "memory");
-}
-
-/* Adds v to the counter at d as a release, which pc_gpu_acquire_count's acquire pairs with:
- * the stores this thread made before it, and those of the threads a barrier or __syncwarp
- * just ordered before it, are visible to whoever sees the new count. No fence by every
- * thread. */
-static __device__ __forceinline__ void pc_gpu_release_add(int32_t *d, int v) {
-    asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(d), "r"(v) : "memory");
 }
 
 #endif

@@ -12,47 +12,58 @@
 /* The kernels for one compute type T; KPL (values per lane) from K, or TW (lanes per row) on
  * the fused path. */
 template <typename T> struct pass_kernels {
-    /* Fused forward (which = 0) or downward (1) of groups [g0, g1) on TW lanes per row, or of
-     * the plan's chain `chain` when it is >= 0. */
+    /* The fused path's wavefront (em_fused.cuh), forward (which = 0) or downward (1), on TW
+     * lanes per row, as many blocks as fit the GPU at once; the forward zeroes the counters. */
     template <int TW>
-    static pc_status fused(pc_em_gpu *g, const pc_em_args &a, int which, int64_t n, int32_t g0,
-                           int32_t g1, int32_t chain) {
+    static pc_status wave(pc_em_gpu *g, const pc_em_args &a, int which, int64_t n) {
         pc_status st = PC_OK;
         const int32_t iter = pc_em_plan_fused_iter(g->plan, n);
         const int64_t tiles = pc_em_plan_tiles(g->plan, n);
-        const size_t kk = (size_t)a.K * a.K * sizeof(double);
-        const size_t down = pc_em_fused_downward_smem(a.K, TW);
-        const pc_em_chain *c = chain >= 0 ? &g->plan->chains[chain] : NULL;
-        const dim3 grid((unsigned)tiles, (unsigned)(c ? c->s1 - c->s0 : g1 - g0));
+        const int64_t items = (which == 0 ? a.G : a.G - 1) * tiles;
+        const size_t smem = which == 0 ? (size_t)a.K * a.K * sizeof(double)
+                                       : pc_em_fused_downward_smem(a.K, TW);
+        pc_em_wave w;
+        w.ticket = g->d_wave, w.done = g->d_wave + 2, w.parent = g->d_parent;
+        w.tiles = (int32_t)tiles;
         T *E = (T *)g->d_buf[PC_EM_BUF_E], *S = (T *)g->d_buf[PC_EM_BUF_S];
-        const T *W = (const T *)g->d_buf[PC_EM_BUF_W], *in = (const T *)g->d_input_c;
-        if (which == 0 && c)
-            pc_em_chain_forward<T, TW><<<grid, PC_EM_THREADS, kk, g->stream>>>(a, n, iter, c->s0,
-                                                                              in, E, S, W);
-        else if (which == 0)
-            pc_em_fused_forward<T, TW><<<grid, PC_EM_THREADS, kk, g->stream>>>(a, n, iter, g0, in,
-                                                                              E, S, W);
-        else if (c)
-            pc_em_chain_downward<T, TW><<<grid, PC_EM_THREADS, down, g->stream>>>(
-                a, n, iter, c->s0, E, S, W, g->d_partial, tiles);
-        else
-            pc_em_fused_downward<T, TW><<<grid, PC_EM_THREADS, down, g->stream>>>(
-                a, n, iter, g0, E, S, W, g->d_partial, tiles);
-        PC_CUDA_CHECK(cudaGetLastError());
+        const T *W = (const T *)g->d_buf[PC_EM_BUF_W];
+        int sms = 0, per_sm = 0;
+        PC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g->dev));
+        if (which == 0) {
+            PC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &per_sm, pc_em_wave_forward<T, TW>, PC_EM_THREADS, smem));
+        } else {
+            PC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &per_sm, pc_em_wave_downward<T, TW>, PC_EM_THREADS, smem));
+        }
+        if (items < 1) return PC_OK;
+        {
+            const int64_t fit = (int64_t)sms * (per_sm > 0 ? per_sm : 1);
+            const unsigned blocks = (unsigned)(items < fit ? items : fit);
+            if (which == 0) {
+                PC_CUDA_CHECK(cudaMemsetAsync(g->d_wave, 0, (size_t)(2 + a.G * tiles) * 4,
+                                              g->stream));
+                pc_em_wave_forward<T, TW><<<blocks, PC_EM_THREADS, smem, g->stream>>>(
+                    a, w, n, iter, (const T *)g->d_input_c, E, S, W);
+            } else {
+                pc_em_wave_downward<T, TW><<<blocks, PC_EM_THREADS, smem, g->stream>>>(
+                    a, w, n, iter, E, S, W, g->d_partial);
+            }
+            PC_CUDA_CHECK(cudaGetLastError());
+        }
     fail:
         return st;
     }
-    static pc_status fused_layer(pc_em_gpu *g, int which, int64_t n, int32_t g0, int32_t g1,
-                                 int32_t chain) {
+    static pc_status wave_of(pc_em_gpu *g, int which, int64_t n) {
         const pc_em_args a = pc_em_gpu_args(g);
         switch (a.tw) {
-        case 1: return fused<1>(g, a, which, n, g0, g1, chain);
-        case 2: return fused<2>(g, a, which, n, g0, g1, chain);
-        case 4: return fused<4>(g, a, which, n, g0, g1, chain);
-        case 8: return fused<8>(g, a, which, n, g0, g1, chain);
+        case 1: return wave<1>(g, a, which, n);
+        case 2: return wave<2>(g, a, which, n);
+        case 4: return wave<4>(g, a, which, n);
+        case 8: return wave<8>(g, a, which, n);
         /* K <= PC_EM_FUSED_MAX_K = 16: the downward's shared memory, at most 34 KB (K = 16),
          * stays within the default 48 KB */
-        default: return fused<16>(g, a, which, n, g0, g1, chain);
+        default: return wave<16>(g, a, which, n);
         }
     }
     /* A chain on the GEMM path, up (which = 0) or down (1); K <= PC_EM_STEP_CHAIN_MAX_K. */
@@ -150,45 +161,40 @@ template <typename T> struct pass_kernels {
     }
 };
 
-/* Row kernels (fused = 0) or the fused kernels (1) of a layer (chain -1) or a chain, up
- * (which = 0) or down (1). */
-static pc_status launch(void *ctx, int fused, int which, int64_t n, int32_t g0, int32_t g1,
-                        int32_t chain = -1) {
+/* Row kernels of groups [g0, g1) of a layer, products (which = 0) or posteriors (1). */
+static pc_status launch_rows(void *ctx, int which, int64_t n, int32_t g0, int32_t g1) {
     pc_em_gpu *g = (pc_em_gpu *)ctx;
-    if (fused)
-        return g->f32 ? pass_kernels<float>::fused_layer(g, which, n, g0, g1, chain)
-                      : pass_kernels<double>::fused_layer(g, which, n, g0, g1, chain);
     return g->f32 ? pass_kernels<float>::rows(g, which, n, g0, g1)
                   : pass_kernels<double>::rows(g, which, n, g0, g1);
 }
 
 static pc_status op_product(void *ctx, int64_t n, int32_t g0, int32_t g1) {
-    return launch(ctx, 0, 0, n, g0, g1);
+    return launch_rows(ctx, 0, n, g0, g1);
 }
 
 static pc_status op_posterior(void *ctx, int64_t n, int32_t g0, int32_t g1) {
-    return launch(ctx, 0, 1, n, g0, g1);
+    return launch_rows(ctx, 1, n, g0, g1);
 }
 
-/* Fused forward: the whole layer. */
-static pc_status op_forward(void *ctx, int64_t n, int32_t g0, int32_t g1) {
-    return launch(ctx, 1, 0, n, g0, g1);
-}
-
-/* Fused downward: the root by the posterior kernel, the other groups in one launch. */
-static pc_status op_downward(void *ctx, int64_t n, int32_t g0, int32_t g1) {
+static pc_status launch_wave(void *ctx, int which, int64_t n) {
     pc_em_gpu *g = (pc_em_gpu *)ctx;
-    const int32_t root = g->plan->G - 1, ge = g1 < root ? g1 : root;
-    pc_status st = PC_OK;
-    if (g1 > root && (st = op_posterior(ctx, n, root, g1))) return st;
-    return ge > g0 ? launch(ctx, 1, 1, n, g0, ge) : PC_OK;
+    return g->f32 ? pass_kernels<float>::wave_of(g, which, n)
+                  : pass_kernels<double>::wave_of(g, which, n);
 }
 
-/* A chain of narrow layers in one launch, up or down (none of them holds the root): the fused
- * kernels on the fused path, em_chain.cuh's on the GEMM path. */
+/* Fused forward: the whole pass in one wavefront. */
+static pc_status op_forward(void *ctx, int64_t n) { return launch_wave(ctx, 0, n); }
+
+/* Fused downward: the root by the posterior kernel, the other groups in one wavefront. */
+static pc_status op_downward(void *ctx, int64_t n) {
+    const int32_t root = ((pc_em_gpu *)ctx)->plan->G - 1;
+    const pc_status st = op_posterior(ctx, n, root, root + 1);
+    return st ? st : launch_wave(ctx, 1, n);
+}
+
+/* A chain of narrow layers on the GEMM path in one launch (em_chain.cuh), up or down. */
 static pc_status run_chain(void *ctx, int which, int64_t n, int32_t index) {
     pc_em_gpu *g = (pc_em_gpu *)ctx;
-    if (g->fused) return launch(ctx, 1, which, n, 0, 0, index);
     return g->f32 ? pass_kernels<float>::step_chain_of(g, which, n, index)
                   : pass_kernels<double>::step_chain_of(g, which, n, index);
 }
@@ -237,7 +243,7 @@ static pc_status enqueue_pass(pc_em_gpu *g, int64_t n, const pc_em_source &src, 
     const pc_em_args a = pc_em_gpu_args(g);
     pc_em_ops ops = {g, op_product, op_gemm, op_posterior, NULL, NULL, NULL, NULL};
     if (g->fused) ops.forward = op_forward, ops.downward = op_downward;
-    ops.forward_chain = op_forward_chain, ops.downward_chain = op_downward_chain;
+    else ops.forward_chain = op_forward_chain, ops.downward_chain = op_downward_chain;
     const dim3 grid((unsigned)((n + 31) / 32), (unsigned)((a.V + 31) / 32)), block(32, 8);
     const int phases = stages == STAGE_FORWARD ? PC_EM_PASS_FORWARD
                                                : PC_EM_PASS_FORWARD | PC_EM_PASS_DOWNWARD;

@@ -40,7 +40,7 @@ struct pc_em_gpu {
     void *d_ws;
     /* structure: the circuit's CSR arrays, each variable's group, the plan's chains' strands */
     int32_t *d_var_start, *d_vars, *d_child_start, *d_children, *d_var_group;
-    int32_t *d_strand_start, *d_strand_groups;
+    int32_t *d_strand_start, *d_strand_groups, *d_parent;
     /* FP64 parameters (em_plan.h layouts) and their copies in the compute type (the same
      * arrays when the compute type is double) */
     double *d_root, *d_trans, *d_input;
@@ -48,9 +48,10 @@ struct pc_em_gpu {
     /* fixed-point counts: root [K], trans [G - 1][K][K], input [V][C][K] */
     long long *d_n_root, *d_n_trans, *d_n_input;
     /* a pass's buffers; buf[PC_EM_BUF_W] is d_trans_c; the fused path (K <= 16) has no U and
-     * F but the tiles' flows P (em_plan.h) */
+     * F but the tiles' flows P and the wavefront's tickets and counters (em_plan.h) */
     void *d_buf[PC_EM_BUFS];
     double *d_partial;
+    int32_t *d_wave;
     int fused;
     int32_t *d_off;
     uint16_t *d_xc, *d_xct;

@@ -9,6 +9,7 @@ void pc_em_plan_free(pc_em_plan *plan) {
     if (!plan) return;
     pc_circuit_free(plan->circuit);
     free(plan->var_group);
+    free(plan->parent);
     free(plan->chains);
     free(plan->strand_start);
     free(plan->strand_groups);
@@ -84,14 +85,20 @@ pc_status pc_em_plan_create(const pc_hclt *model, int64_t chunk, pc_em_plan **ou
     p->L = c->num_layers;
     p->chunk = chunk;
     p->var_group = malloc((size_t)p->V * sizeof(int32_t));
-    if (!p->var_group) {
+    p->parent = malloc((size_t)p->G * sizeof(int32_t));
+    if (!p->var_group || !p->parent) {
         const int32_t v = p->V;
         pc_em_plan_free(p);
         return pc_fail(PC_ERR_NOMEM, "GPU EM plan: %d variables", v);
     }
-    for (int32_t g = 0; g < p->G; g++)
+    for (int32_t g = 0; g < p->G; g++) {
+        p->parent[g] = -1;
         for (int32_t i = c->var_start[g]; i < c->var_start[g + 1]; i++)
             p->var_group[c->group_vars[i]] = g;
+    }
+    for (int32_t g = 0; g < p->G; g++)
+        for (int32_t j = c->child_start[g]; j < c->child_start[g + 1]; j++)
+            p->parent[c->group_children[j]] = g;
     if ((st = find_chains(p))) {
         pc_em_plan_free(p);
         return st;
@@ -124,15 +131,15 @@ double pc_em_plan_bytes(const pc_em_plan *p, int64_t chunk, int elem) {
     bytes += 8.0 * (trans + input + K) * 2;          /* FP64 parameters and int64 counts */
     if (elem != 8) bytes += (double)elem * input;    /* the input rows in the compute type */
     bytes += (double)chunk * (4.0 * p->G + 4.0 * p->V + 16); /* offsets, rows x 2, logp, ids */
-    bytes += 8.0 * (double)pc_em_plan_partial_elems(p, chunk);
+    bytes += 8.0 * (double)pc_em_plan_partial_elems(p, chunk) + 4.0 * p->G; /* parents */
+    bytes += 4.0 * (double)pc_em_plan_wave_elems(p, chunk);
     return bytes;
 }
 
 int pc_em_plan_fused(const pc_em_plan *p) { return p->K <= PC_EM_FUSED_MAX_K; }
 
 int pc_em_plan_chained(const pc_em_plan *p, int fused, int64_t n) {
-    return fused || (p->K <= PC_EM_STEP_CHAIN_MAX_K &&
-                     n * p->K <= PC_EM_STEP_CHAIN_MAX_ROW_STATES);
+    return !fused && p->K <= PC_EM_STEP_CHAIN_MAX_K && n * p->K <= PC_EM_STEP_CHAIN_MAX_ROW_STATES;
 }
 
 int32_t pc_em_plan_lanes(const pc_em_plan *p) {
@@ -143,7 +150,7 @@ int32_t pc_em_plan_lanes(const pc_em_plan *p) {
 
 int32_t pc_em_plan_fused_iter(const pc_em_plan *p, int64_t n) {
     const int64_t subs = PC_EM_ROW_THREADS / pc_em_plan_lanes(p);
-    /* rows of a layer of average width G / L, over the rows one wave of blocks takes at once */
+    /* rows of a layer of average width G / L, over the rows PC_EM_FUSED_BLOCKS items take */
     const double waves = (double)n * p->G / ((double)p->L * subs * PC_EM_FUSED_BLOCKS);
     const int64_t iter = (int64_t)ceil(waves);
     return (int32_t)(iter < 1 ? 1 : iter > PC_EM_FUSED_MAX_ITER ? PC_EM_FUSED_MAX_ITER : iter);
@@ -155,8 +162,8 @@ int64_t pc_em_plan_tiles(const pc_em_plan *p, int64_t n) {
     return (n + tile - 1) / tile;
 }
 
-int64_t pc_em_plan_partial_elems(const pc_em_plan *p, int64_t chunk) {
-    if (!pc_em_plan_fused(p)) return 0;
+/* The most tiles of a pass of up to `chunk` rows. */
+static int64_t max_tiles(const pc_em_plan *p, int64_t chunk) {
     /* tiles(n) rises with n while iter stays, falls where iter steps up: its largest value
      * over n <= chunk is at the last n of some iter, or at chunk */
     const int64_t subs = PC_EM_ROW_THREADS / pc_em_plan_lanes(p);
@@ -170,7 +177,16 @@ int64_t pc_em_plan_partial_elems(const pc_em_plan *p, int64_t chunk) {
             most = t > most ? t : most;
         }
     }
-    return (int64_t)(p->G - 1) * most * p->K * p->K;
+    return most;
+}
+
+int64_t pc_em_plan_partial_elems(const pc_em_plan *p, int64_t chunk) {
+    if (!pc_em_plan_fused(p)) return 0;
+    return (int64_t)(p->G - 1) * max_tiles(p, chunk) * p->K * p->K;
+}
+
+int64_t pc_em_plan_wave_elems(const pc_em_plan *p, int64_t chunk) {
+    return pc_em_plan_fused(p) ? 2 + (int64_t)p->G * max_tiles(p, chunk) : 0;
 }
 
 pc_em_gemm pc_em_plan_gemm(const pc_em_plan *p, int64_t n, int32_t g0, int32_t g1, int which) {
@@ -208,16 +224,17 @@ pc_status pc_em_plan_pass(const pc_em_plan *p, int64_t n, int phases, const pc_e
     const int chained =
         ops->forward_chain && ops->downward_chain && pc_em_plan_chained(p, fused, n);
     pc_status st = PC_OK;
+    if (fused) {
+        if (phases & PC_EM_PASS_FORWARD) st = ops->forward(ops->ctx, n);
+        if (st == PC_OK && (phases & PC_EM_PASS_DOWNWARD)) st = ops->downward(ops->ctx, n);
+        return st;
+    }
     int32_t next = 0; /* the first chain not yet run */
     for (int32_t l = 0; l < p->L && st == PC_OK && (phases & PC_EM_PASS_FORWARD); l++) {
         const int32_t g0 = ls[l], g1 = ls[l + 1], ge = g1 < root ? g1 : root;
         if (chained && next < p->num_chains && p->chains[next].l0 == l) {
             st = ops->forward_chain(ops->ctx, n, next);
             l = p->chains[next++].l1 - 1;
-            continue;
-        }
-        if (fused) {
-            st = ops->forward(ops->ctx, n, g0, g1);
             continue;
         }
         st = ops->product(ops->ctx, n, g0, g1);
@@ -234,17 +251,13 @@ pc_status pc_em_plan_pass(const pc_em_plan *p, int64_t n, int phases, const pc_e
             l = p->chains[next--].l0;
             continue;
         }
-        if (fused) {
-            st = ops->downward(ops->ctx, n, g0, g1);
-            continue;
-        }
         if (ge > g0) {
             const pc_em_gemm down = pc_em_plan_gemm(p, n, g0, ge, 2);
             st = ops->gemm(ops->ctx, &down);
         }
         if (st == PC_OK) st = ops->posterior(ops->ctx, n, g0, g1);
     }
-    if (st == PC_OK && !fused && (phases & PC_EM_PASS_DOWNWARD) && root > 0) {
+    if (st == PC_OK && (phases & PC_EM_PASS_DOWNWARD) && root > 0) {
         const pc_em_gemm flows = pc_em_plan_gemm(p, n, 0, root, 1);
         st = ops->gemm(ops->ctx, &flows);
     }

@@ -1,8 +1,9 @@
 /* The plan of GPU EM (internal; plain C, so that CI tests it on machines without a GPU).
  *
- * GPU EM runs the compiled circuit (pc/circuit.h) layer by layer over a pass of n <= chunk
- * gathered rows, keeping every group's values for the downward pass. Buffers, all of the
- * compute type (float or double), row-major, a group's block `chunk` rows apart:
+ * GPU EM runs the compiled circuit (pc/circuit.h) layer by layer (on the fused path, group by
+ * group in dependency order) over a pass of n <= chunk gathered rows, keeping every group's
+ * values for the downward pass. Buffers, all of the compute type (float or double), row-major,
+ * a group's block `chunk` rows apart:
  *   W [G - 1][K][K]  W_g[j][k] = p(Z_g = k | Z_parent = j), groups in circuit order
  *   E [G][chunk][K]  forward: e_g(b, k) = P_g(b, k) 2^-off_g(b), max_k in [0.5, 1); after a
  *                    fused downward pass: the posterior q_g(b, k) = p(Z_g = k | x_b)
@@ -48,35 +49,38 @@ typedef enum pc_em_buf {
 
 /* Threads of a block of the row kernels. */
 #define PC_EM_ROW_THREADS 256
-/* Small K (<= 16) runs each layer as one fused forward and one fused downward kernel
- * (em_fused.cuh) instead of products, GEMMs and posteriors; a block takes one group and a tile
- * of (256 / tw) * iter rows (tw = K rounded up to a power of two, a row to tw lanes; iter rows
- * one after the other per sub-warp) and leaves the tile's flows in P [G - 1][tiles][K][K]
- * (FP64), which the pass's end sums in tile order. iter grows with the pass's rows so that a
- * layer of average width fills about PC_EM_FUSED_BLOCKS blocks (one wave on an H200): few
- * rows in a row keep a layer's latency short, more rows per block keep P small. It depends on
- * the model and n only, not on the GPU, so the sums' order does not either. Up to K = 16
- * only: at K = 32 the cuBLAS path's step is faster (H200, step ms fused -> GEMMs: FP64 1.77 ->
- * 1.35 at batch 512, 8.85 -> 5.02 at 4096; FP32 1.80 -> 1.71, 8.90 -> 8.74), at K = 16 slower
- * (FP64 0.67 -> 1.04, 2.40 -> 3.41). */
+/* Small K (<= 16) runs each direction of a pass as one persistent launch (em_fused.cuh)
+ * instead of products, GEMMs and posteriors per layer: its items are (group, tile of rows), a
+ * tile (256 / tw) * iter rows (tw = K rounded up to a power of two, a row to tw lanes; iter rows
+ * one after the other per sub-warp), taken in dependency order from a ticket counter, each
+ * waiting on the counters of the items it reads. A downward item leaves its tile's flows in
+ * P [G - 1][tiles][K][K] (FP64), which the pass's end sums in tile order. iter grows with the
+ * pass's rows so that a layer of average width has about PC_EM_FUSED_BLOCKS items: few rows
+ * an item keep the tree's critical path (42 layers up, 42 down for MNIST) short, more keep P
+ * small. It depends on the model and n only, not on the GPU or the schedule, so the sums'
+ * order does not either. Why one launch: launched a layer at a time (and the narrow layers a
+ * chain at a time, as on the GEMM path), the step at K = 16 on an H200 took 0.606 ms at batch
+ * 512 (FP64; now 0.550), 0.843 at 1,024 (0.824) and 2.340 at 4,096 (2.232); the layers'
+ * launches and their tails were 81 % of it at 512. Up to K = 16 only: at K = 32 the cuBLAS
+ * path's step was faster (H200, step ms fused per layer -> GEMMs: FP64 1.77 -> 1.35 at batch
+ * 512, 8.85 -> 5.02 at 4096). */
 #define PC_EM_FUSED_MAX_K 16
 #define PC_EM_FUSED_MAX_ITER 8
 #define PC_EM_FUSED_BLOCKS 1024
 
-/* Chains (fused path): a run of at least two consecutive non-root layers of at most
+/* Chains (GEMM path): a run of at least two consecutive non-root layers of at most
  * PC_EM_CHAIN_WIDTH groups each runs as one forward and one downward launch instead of one per
  * layer. The MNIST tree's top is two long branches: 23 of its 42 layers hold two groups, each
- * layer's launch at batch 512 only 64 blocks that wait on a few dependent round trips to memory
- * (6-8 us), 37-39 % of a pass's kernel time. A chain's groups fall into strands, the connected
- * pieces of the run under parent-child edges (two strands there, one per branch): a block per
- * (tile, strand) walks its strand's groups in layer order, up or down, so each group's children
- * in the run come before it in the forward and its parent before it in the downward. Every group
- * gives a thread the same rows and lanes, so what a group leaves for the next in the strand is
- * read back by the thread that wrote it; the tiles, and so the flows' sums, are the layers'.
- * H200, K = 16, batch 512: forward 0.286 -> 0.250 ms, downward 0.270 -> 0.249 ms. */
+ * layer's launches carrying a few rows of work that wait on dependent round trips to memory. A
+ * chain's groups fall into strands, the connected pieces of the run under parent-child edges
+ * (two strands there, one per branch): a block per (tile, strand) walks its strand's groups in
+ * layer order, up or down, so each group's children in the run come before it in the forward
+ * and its parent before it in the downward. Every group gives a thread the same rows and
+ * states, so what a group leaves for the next in the strand is read back by the thread that
+ * wrote it. */
 #define PC_EM_CHAIN_WIDTH 2
 
-/* Chains on the GEMM path too, up to K = PC_EM_STEP_CHAIN_MAX_K and passes of n rows with
+/* The GEMM path takes the chains up to K = PC_EM_STEP_CHAIN_MAX_K and passes of n rows with
  * n K <= PC_EM_STEP_CHAIN_MAX_ROW_STATES (em_chain.cuh): there a narrow layer costs two
  * launches up (products, a GEMM of two groups) and two down (a GEMM, posteriors), each a few
  * dependent round trips to memory. A chain's block keeps W_g in shared memory (K x K doubles,
@@ -97,6 +101,7 @@ typedef struct pc_em_plan {
     pc_circuit *circuit; /* owned */
     int32_t V, C, K, G, L;
     int32_t *var_group; /* [V] the group whose latent each variable has */
+    int32_t *parent;    /* [G] each group's parent, -1 for the root */
     int64_t chunk;      /* rows per pass the buffers hold */
     int32_t num_chains;
     pc_em_chain *chains;    /* [num_chains] in layer order */
@@ -112,21 +117,23 @@ void pc_em_plan_free(pc_em_plan *plan);
 int64_t pc_em_plan_elems(const pc_em_plan *plan, pc_em_buf buf);
 
 /* The fused path: whether the plan takes it (K <= PC_EM_FUSED_MAX_K); lanes per row (tw); rows
- * per sub-warp (iter) and tiles for a pass of n rows; the elements of P for any pass of up to
- * `chunk` rows (0 when not fused). */
+ * per sub-warp (iter) and tiles for a pass of n rows; the elements of P and of the wavefront's
+ * counters (two tickets, then one counter per (group, tile)) for any pass of up to `chunk`
+ * rows (0 when not fused). */
 int pc_em_plan_fused(const pc_em_plan *plan);
 int32_t pc_em_plan_lanes(const pc_em_plan *plan);
 int32_t pc_em_plan_fused_iter(const pc_em_plan *plan, int64_t n);
 int64_t pc_em_plan_tiles(const pc_em_plan *plan, int64_t n);
 int64_t pc_em_plan_partial_elems(const pc_em_plan *plan, int64_t chunk);
+int64_t pc_em_plan_wave_elems(const pc_em_plan *plan, int64_t chunk);
 
-/* Whether a pass of n rows whose ops have the chain steps takes them: always on the fused
- * path, on the GEMM path as PC_EM_STEP_CHAIN_MAX_K and _MAX_ROW_STATES say. */
+/* Whether a pass of n rows whose ops have the chain steps takes them: on the GEMM path only,
+ * as PC_EM_STEP_CHAIN_MAX_K and _MAX_ROW_STATES say. */
 int pc_em_plan_chained(const pc_em_plan *plan, int fused, int64_t n);
 
 /* Device bytes GPU EM needs for passes of `chunk` rows in a compute type of `elem` bytes: the
- * buffers (without U and F on the fused path, with P), the parameters and counts, offsets,
- * gathered rows and log-likelihoods. */
+ * buffers (without U and F on the fused path, with P and the counters), the parameters and
+ * counts, offsets, gathered rows and log-likelihoods. */
 double pc_em_plan_bytes(const pc_em_plan *plan, int64_t chunk, int elem);
 
 /* C = op(A) op(B) + beta C, column-major, `batch` times with the given strides (elements);
@@ -155,10 +162,11 @@ typedef struct pc_em_ops {
     pc_status (*gemm)(void *ctx, const pc_em_gemm *op);
     /* Posteriors of groups [g0, g1) of one layer into U, children's ratios in place. */
     pc_status (*posterior)(void *ctx, int64_t n, int32_t g0, int32_t g1);
-    /* The fused path, both or neither: a layer's products and messages (forward), and its
-     * flows, posteriors and children's ratios (downward), in place of the three above. */
-    pc_status (*forward)(void *ctx, int64_t n, int32_t g0, int32_t g1);
-    pc_status (*downward)(void *ctx, int64_t n, int32_t g0, int32_t g1);
+    /* The fused path, both or neither: the whole pass's products and messages (forward), and
+     * its flows, posteriors and children's ratios (downward), in place of the three above;
+     * the executor orders the groups (children first up, parents first down). */
+    pc_status (*forward)(void *ctx, int64_t n);
+    pc_status (*downward)(void *ctx, int64_t n);
     /* Optional (NULL: layer by layer): a whole chain of the plan, up or down; on the GEMM path
      * what the layers' products, GEMMs and posteriors do but the flows (em_plan.h). */
     pc_status (*forward_chain)(void *ctx, int64_t n, int32_t chain);
@@ -175,8 +183,9 @@ pc_em_gemm pc_em_plan_gemm(const pc_em_plan *plan, int64_t n, int32_t g0, int32_
 #define PC_EM_PASS_DOWNWARD 2
 
 /* Runs the `phases` of one pass over n (1 <= n <= chunk) gathered rows through ops: forward and
- * downward per layer when ops has them, else products, GEMMs and posteriors, and the flows'
- * GEMM last; per chain where ops has the chain steps and pc_em_plan_chained says so. */
+ * downward once each when ops has them, else products, GEMMs and posteriors per layer (per
+ * chain where ops has the chain steps and pc_em_plan_chained says so), and the flows' GEMM
+ * last. */
 pc_status pc_em_plan_pass(const pc_em_plan *plan, int64_t n, int phases, const pc_em_ops *ops);
 
 /* The model's parameters as probabilities in the plan's layouts: root [K]; trans [G - 1][K][K]
