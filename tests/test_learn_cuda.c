@@ -57,43 +57,52 @@ static pc_hclt *run_em(const pc_hclt *m, const pc_data *d, const int64_t *rows, 
     return out;
 }
 
-/* The shipped model, one mini-batch step (step 0.9, pseudocount 0.1) on 512 training images:
- * FP64 within 1e-5 (it is ~1e-10: the CPU rounds counts per sample), FP32 within 1e-4. */
+/* The shipped model, one mini-batch step (step 0.9, pseudocount 0.1) on 512 and on 3,000
+ * training images (one pass each; at 3,000 a fused tile is 3 subtiles of 16 rows, the last tile
+ * part-full): FP64 within 1e-5 (it is ~1e-10: the CPU rounds counts per sample), FP32 within
+ * 1e-4. */
 static void test_shipped_model_step(void **state) {
     (void)state;
     pc_hclt *m = NULL;
     pc_data *d = NULL;
     if (!pc_lm_shipped(&m, &d)) skip();
-    int64_t rows[512];
-    for (int i = 0; i < 512; i++) rows[i] = pc_hr_int(0, d->count - 1);
+    enum { most = 3000 };
+    int64_t *rows = pc_test_alloc(most * sizeof *rows);
+    for (int i = 0; i < most; i++) rows[i] = pc_hr_int(0, d->count - 1);
     const pc_em_opts cpu = {0}, gpu64 = {.device = PC_EM_CUDA}, gpu32 = {.device = PC_EM_CUDA,
                                                                          .f32 = 1};
-    double ll_cpu = 0, ll64 = 0, ll32 = 0;
-    pc_hclt *want = run_em(m, d, rows, 512, 1, 0.9, &cpu, 0, &ll_cpu);
-    pc_hclt *got64 = run_em(m, d, rows, 512, 1, 0.9, &gpu64, 1, &ll64);
-    pc_hclt *got32 = run_em(m, d, rows, 512, 1, 0.9, &gpu32, 1, &ll32);
-    const double d64 = max_rel(got64, want), d32 = max_rel(got32, want);
-    printf("one step on the shipped model, 512 images: FP64 %.3g, FP32 %.3g relative; "
-           "LL %.10g (CPU) %.10g (FP64) %.10g (FP32)\n",
-           d64, d32, ll_cpu, ll64, ll32);
-    assert_true(d64 < 1e-5);
-    assert_true(d32 < 1e-4);
-    assert_true(fabs(ll64 - ll_cpu) < 1e-9 * fabs(ll_cpu));
-    assert_true(fabs(ll32 - ll_cpu) < 1e-6 * fabs(ll_cpu));
-    pc_hclt_free(want), pc_hclt_free(got64), pc_hclt_free(got32);
+    const int64_t ns[2] = {512, most};
+    for (int i = 0; i < 2; i++) {
+        const int64_t n = ns[i];
+        double ll_cpu = 0, ll64 = 0, ll32 = 0;
+        pc_hclt *want = run_em(m, d, rows, n, 1, 0.9, &cpu, 0, &ll_cpu);
+        pc_hclt *got64 = run_em(m, d, rows, n, 1, 0.9, &gpu64, 1, &ll64);
+        pc_hclt *got32 = run_em(m, d, rows, n, 1, 0.9, &gpu32, 1, &ll32);
+        const double d64 = max_rel(got64, want), d32 = max_rel(got32, want);
+        printf("one step on the shipped model, %lld images: FP64 %.3g, FP32 %.3g relative; "
+               "LL %.10g (CPU) %.10g (FP64) %.10g (FP32)\n",
+               (long long)n, d64, d32, ll_cpu, ll64, ll32);
+        assert_true(d64 < 1e-5);
+        assert_true(d32 < 1e-4);
+        assert_true(fabs(ll64 - ll_cpu) < 1e-9 * fabs(ll_cpu));
+        assert_true(fabs(ll32 - ll_cpu) < 1e-6 * fabs(ll_cpu));
+        pc_hclt_free(want), pc_hclt_free(got64), pc_hclt_free(got32);
+    }
+    free(rows);
     pc_hclt_free(m);
     pc_data_free(d);
 }
 
 /* Random models against the CPU, 3 steps: K of every kernel shape (values per lane 1 to 16 on
- * the GEMM path, lanes per row 1 to 16 on the fused one, and both sides of the bound between
- * the paths: K = 16 and 17), zero probabilities, missing values, passes of 37 rows (several per
- * step), rows repeated. */
+ * the GEMM path; on the fused one K below, at and above a multiple of 4, whose loads differ,
+ * and both sides of the bound between the paths: K = 16 and 17), zero probabilities, missing
+ * values, passes of 37 rows (several per step, the last subtile of a fused tile part-full),
+ * rows repeated. */
 static void test_random_models(void **state) {
     (void)state;
-    const int32_t ks[10] = {1, 2, 3, 16, 17, 32, 33, 100, 128, 300};
-    for (int trial = 0; trial < 20; trial++) {
-        const int32_t K = ks[trial % 10];
+    const int32_t ks[11] = {1, 3, 6, 12, 16, 17, 32, 33, 100, 128, 300};
+    for (int trial = 0; trial < 22; trial++) {
+        const int32_t K = ks[trial % 11];
         const int32_t V = (int32_t)pc_hr_int(1, K > 100 ? 12 : 40);
         const int32_t C = (int32_t)pc_hr_int(2, trial % 4 == 0 ? 256 : 9);
         pc_hclt *m = pc_hr_model(V, C, K, 0.3, trial % 3 == 0);
@@ -164,14 +173,16 @@ static void test_chains_on_the_gemm_path(void **state) {
     }
 }
 
-/* The same steps twice, attached and streamed, FP64 and FP32: the same bits every time. */
+/* The same steps twice, attached and streamed, FP64 and FP32, on the fused path (K = 13) and
+ * the GEMM path (K = 24): the same bits every time. */
 static void test_deterministic(void **state) {
     (void)state;
-    pc_hclt *m = pc_hr_model(60, 16, 24, 0.3, 0);
     const int64_t count = 3000;
     uint8_t *values = pc_hr_data(count, 60, 16, 0.0, NULL);
     pc_data d = {.count = count, .width = 60, .values = values};
-    for (int f32 = 0; f32 < 2; f32++) {
+    for (int run = 0; run < 4; run++) {
+        const int f32 = run % 2;
+        pc_hclt *m = pc_hr_model(60, 16, run < 2 ? 13 : 24, 0.3, 0);
         const pc_em_opts gpu = {.device = PC_EM_CUDA, .f32 = f32, .max_chunk = 1000};
         double ll[3];
         pc_hclt *a = run_em(m, &d, NULL, count, 4, 0.8, &gpu, 1, &ll[0]);
@@ -180,9 +191,9 @@ static void test_deterministic(void **state) {
         assert_true(ll[0] == ll[1] && ll[0] == ll[2]);
         assert_true(max_rel(a, b) == 0 && max_rel(a, c) == 0);
         pc_hclt_free(a), pc_hclt_free(b), pc_hclt_free(c);
+        pc_hclt_free(m);
     }
     free(values);
-    pc_hclt_free(m);
 }
 
 /* Full-batch EM on the GPU never lowers the likelihood. */

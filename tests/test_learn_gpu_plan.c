@@ -368,6 +368,51 @@ static void check_chains(const pc_em_plan *p) {
     free(strand_of);
 }
 
+/* The fused path's paths (em_plan.h): every group in one path, bottom to top; above the bottom
+ * a group's one child is the group below; at most PC_EM_PATH_MAX groups; the root alone; a group
+ * with one child starts a path only when the child's is full or it is the root; paths in
+ * increasing order of their tops, a bottom's children tops of earlier paths. */
+static void check_paths(const pc_em_plan *p) {
+    const pc_circuit *c = p->circuit;
+    int32_t *seen = pc_test_alloc((size_t)p->G * sizeof(int32_t));
+    for (int32_t g = 0; g < p->G; g++) seen[g] = 0;
+    assert_true(p->num_paths >= 1 && p->num_paths <= p->G);
+    assert_int_equal(p->path_start[0], 0);
+    assert_int_equal(p->path_start[p->num_paths], p->G);
+    int32_t last_top = -1;
+    for (int32_t i = 0; i < p->num_paths; i++) {
+        const int32_t b = p->path_start[i], e = p->path_start[i + 1];
+        assert_true(e > b && e - b <= PC_EM_PATH_MAX);
+        const int32_t top = p->path_groups[e - 1], bottom = p->path_groups[b];
+        assert_true(top > last_top);
+        last_top = top;
+        for (int32_t m = b; m < e; m++) {
+            const int32_t g = p->path_groups[m];
+            assert_true(g >= 0 && g < p->G && !seen[g]);
+            seen[g] = 1;
+            assert_int_equal(p->path_of[g], i);
+            if (m > b) {
+                assert_int_equal(c->child_start[g + 1] - c->child_start[g], 1);
+                assert_int_equal(c->group_children[c->child_start[g]], p->path_groups[m - 1]);
+                assert_true(g != p->G - 1);
+            }
+        }
+        for (int32_t j = c->child_start[bottom]; j < c->child_start[bottom + 1]; j++) {
+            const int32_t kid = c->group_children[j], kp = p->path_of[kid];
+            assert_true(kp < i);
+            assert_int_equal(p->path_groups[p->path_start[kp + 1] - 1], kid);
+        }
+        const int32_t kids = c->child_start[bottom + 1] - c->child_start[bottom];
+        if (kids == 1 && bottom != p->G - 1) {
+            const int32_t kp = p->path_of[c->group_children[c->child_start[bottom]]];
+            assert_int_equal(p->path_start[kp + 1] - p->path_start[kp], PC_EM_PATH_MAX);
+        }
+    }
+    assert_int_equal(p->path_of[p->G - 1], p->num_paths - 1);
+    assert_int_equal(p->path_start[p->num_paths] - p->path_start[p->num_paths - 1], 1);
+    free(seen);
+}
+
 /* The plan's derived arrays and layouts on random models. */
 static void test_plan_layout(void **state) {
     (void)state;
@@ -398,12 +443,14 @@ static void test_plan_layout(void **state) {
         /* the root alone in the last layer */
         assert_int_equal(c->layer_start[p->L] - c->layer_start[p->L - 1], 1);
         check_chains(p);
+        check_paths(p);
         assert_int_equal(pc_em_plan_elems(p, PC_EM_BUF_E), (int64_t)p->G * 37 * K);
         assert_int_equal(pc_em_plan_elems(p, PC_EM_BUF_U), (int64_t)p->G * 37 * K);
         assert_int_equal(pc_em_plan_elems(p, PC_EM_BUF_F), (int64_t)(p->G - 1) * K * K);
         assert_true(pc_em_plan_bytes(p, 74, 4) > pc_em_plan_bytes(p, 37, 4));
-        /* the fused path (K <= PC_EM_FUSED_MAX_K here): tw = K rounded up to a power of two,
-         * tiles of (256 / tw) * iter rows, iter rising with n; P holds the most tiles of any n */
+        /* the fused path (K <= PC_EM_FUSED_MAX_K here): the row kernels' tw = K rounded up to a
+         * power of two; tiles of 16 * iter rows, iter rising with n; P holds the most tiles of
+         * any n */
         int32_t tw = 1;
         while (tw < K) tw *= 2;
         assert_true(pc_em_plan_fused(p));
@@ -414,13 +461,13 @@ static void test_plan_layout(void **state) {
             const int32_t it = pc_em_plan_fused_iter(p, n);
             assert_true(it >= last_iter && it <= PC_EM_FUSED_MAX_ITER);
             last_iter = it;
-            const int64_t tile = (int64_t)(256 / tw) * it, tiles = pc_em_plan_tiles(p, n);
+            const int64_t tile = (int64_t)PC_EM_FUSED_ROWS * it, tiles = pc_em_plan_tiles(p, n);
             assert_int_equal(tiles, (n + tile - 1) / tile);
             most = tiles > most ? tiles : most;
             if (n == 1000 || n == 20000) {
                 assert_int_equal(pc_em_plan_partial_elems(p, n),
                                  (int64_t)(p->G - 1) * most * K * K);
-                assert_int_equal(pc_em_plan_wave_elems(p, n), 2 + (int64_t)p->G * most);
+                assert_int_equal(pc_em_plan_wave_elems(p, n), 2 + (int64_t)p->num_paths * most);
             }
         }
         assert_int_equal(pc_em_plan_fused_iter(p, 1), 1);

@@ -2,276 +2,437 @@
  *
  * At small K a pass is a chain of tiny steps, ~42 layers up and down for MNIST, and launches
  * dominate: here each direction of a pass is one persistent launch, a wavefront over the
- * items (group, tile) of em_plan.h. A block takes items from a ticket counter in dependency
- * order (up: groups in increasing order, children first; down: decreasing, parents first) and
- * waits on the counters of the items it reads: up, its children's on the same tile; down, its
- * parent's. Every item it waits on has a smaller ticket, taken by a block that is running and
- * waits only on smaller ones still, so the wave always moves. A tile is (256 / TW) * iter rows
- * (em_plan.h), a row to a sub-warp of TW lanes (TW = K rounded up to a power of two), lane k
- * holding state k. W_g sits in shared memory as FP64; a lane gets the others' values of its row
- * by shuffles. What another item of the same launch wrote is read from L2 (__ldcg).
+ * items (group, tile) of em_plan.h, one item to one warp. A warp takes items from a ticket
+ * counter in dependency order (up: groups in increasing order, children first; down:
+ * decreasing, parents first) and waits on the counters of the items it reads: up, its
+ * children's on the same tile; down, its parent's. Every item it waits on has a smaller
+ * ticket, taken by a warp that is running and waits only on smaller ones still, so the wave
+ * always moves. What another item of the same launch wrote is read from L2 (__ldcg).
  *
- * Forward, row b of group g: e = scaled product (as pc_em_product), then the message
- * s(j) = sum_k W[j][k] e(k) in k order, lane j. Downward: lane j holds a(j) (the ratio in S),
- * lane k holds e(k); u(k) = sum_j a(j) W[j][k] in j order, q = e u into E, children's messages
- * into their ratios, and the flows a(j) e(k) summed over the item's rows in row order per
- * sub-warp, then over the sub-warps in order in shared memory, into P[g][tile][j][k]; the
- * pass's end sums the tiles in order. Every sum has one fixed order, whatever the schedule:
- * the same bits on every run, no floating-point atomics, and the same bits as the layer
- * kernels this replaced.
+ * A tile is iter subtiles of PC_EM_FUSED_ROWS = 16 rows, one after another. Lane 4 g8 + t4
+ * holds rows g8 and g8 + 8 of a subtile, states k = 4 t4 .. 4 t4 + 3 (zero past K): the
+ * layout of the FP64 tensor cores' 16 x 8 x 16 tile (base/cuda_dmma.cuh) with its k slots
+ * t4 + 4 j standing for the state 4 t4 + j, a permutation of k that A and B share, so every
+ * lane loads four adjacent states and the products are exact FP64 sums.
  *
- * The items are latency-bound: one group on 16 rows (batch 512) is a few dependent round trips
- * to memory (ticket, W_g, the input rows, the counters, the children's messages), and the
- * blocks that fit an SM at once (6 up, 5 down at K = 16) set the pace. Variants that cost
- * occupancy lost more than they saved (bench/notebook/gpu_em_downward_h200.md, round 6):
- * walking paths of single-child groups in one item, handing messages on in shared memory, the
- * input rows' products in a launch of their own, the next ticket taken during the item. */
+ * Forward, subtile of group g: e = the scaled product (as pc_em_product), then the messages
+ * S = E W_g^T, two 16 x 8 x 16 tiles. Downward: the ratios A of the subtile, U = A W_g on the
+ * tensor cores, q = e u into E, the children's messages into their ratios, and the flows
+ * F_g += A^T E over the subtile's rows (A and E through the warp's shared memory, transposed),
+ * accumulated in the tensor cores' registers over the tile's subtiles in order and left in
+ * P[g][tile][j][k]; the pass's end sums the tiles in order. Every sum has one fixed order,
+ * whatever the schedule: the same bits on every run, no floating-point atomics.
+ *
+ * Why warps and tensor cores: with a block to an item and a row to 16 lanes that shuffled
+ * each other's values (K^2 shuffles and shared-memory loads a row each way), the items were
+ * latency-bound at the few blocks that fit an SM, and at 4,096 rows the shuffles and the flows'
+ * shared-memory sums filled the SMs' load pipes. The engine's warp strategy (fuse_warp/warp.cuh)
+ * showed the way: no barrier between the warps of an item, the product on the tensor cores. */
 #ifndef PC_LEARN_EM_FUSED_CUH
 #define PC_LEARN_EM_FUSED_CUH
 
 #include "base/cuda_counter.cuh"
+#include "base/cuda_dmma.cuh"
 #include "learn/cuda/em_kernels.cuh"
 #include "learn/cuda/em_plan.h"
 
-/* The wavefront's state: tickets [2] (forward, downward), then done [G][tiles], each item's
- * counter (1 once its forward is stored, 2 once its downward is), zeroed before a pass. */
+/* The wavefront's state: tickets [2] (forward, downward), then done [paths][tiles], each item's
+ * counter (1 once its forward is stored, 2 once its downward is), zeroed before a pass; the
+ * plan's paths (em_plan.h) and each group's parent. */
 struct pc_em_wave {
     int32_t *ticket, *done;
-    const int32_t *parent; /* [G] */
-    int32_t tiles;
+    const int32_t *path_start, *path_groups, *path_of, *parent;
+    int32_t tiles, paths;
 };
 
 /* Nanoseconds between polls of a counter. */
 #define PC_EM_WAVE_POLL_NS 32
+/* Warps of a block of the wavefront kernels. */
+#define PC_EM_WAVE_WARPS (PC_EM_THREADS / 32)
+/* Doubles a row of the downward's staging in shared memory: 16 states and 2 of padding, so
+ * that the transposed fragment loads take the two wavefronts that 256 bytes need, no more. */
+#define PC_EM_WAVE_LD 18
 
-/* The product of group g's inputs at row b, state `lane`. */
+/* Dynamic shared memory of pc_em_wave_downward: A and E of a subtile for every warp. */
+static inline size_t pc_em_wave_downward_smem(void) {
+    return (size_t)PC_EM_WAVE_WARPS * 2 * PC_EM_FUSED_ROWS * PC_EM_WAVE_LD * sizeof(double);
+}
+
+/* The state of a lane's slot j (0..3): the pairs 2 t4, 2 t4 + 1 and 8 + 2 t4, 9 + 2 t4, which
+ * are the columns of the tensor cores' output for lane t4 in the two 8-wide n-tiles. */
+static __device__ __forceinline__ int pc_em_state(int t4, int j) {
+    return 8 * (j >> 1) + 2 * t4 + (j & 1);
+}
+
+/* Two states k0, k0 + 1 (k0 even) of the row at p, loaded or stored (past K: 0, not stored).
+ * K even takes one 16- (double) or 8-byte (float) access: then p + k0 is aligned (rows are K
+ * elements, buffers 256-byte aligned) and the two are both in or both out. CG: through L2, for
+ * what other items of the launch wrote. */
+template <bool CG, typename T>
+static __device__ __forceinline__ void pc_em_load2(const T *p, int k0, int K, double *v) {
+    v[0] = v[1] = 0;
+    if ((K & 1) == 0) {
+        if (k0 >= K) return;
+        if constexpr (sizeof(T) == 8) {
+            const double2 *q = reinterpret_cast<const double2 *>(p + k0);
+            const double2 x = CG ? __ldcg(q) : q[0];
+            v[0] = x.x, v[1] = x.y;
+        } else {
+            const float2 *q = reinterpret_cast<const float2 *>(p + k0);
+            const float2 x = CG ? __ldcg(q) : q[0];
+            v[0] = x.x, v[1] = x.y;
+        }
+        return;
+    }
+    if (k0 < K) v[0] = (double)(CG ? __ldcg(p + k0) : p[k0]);
+    if (k0 + 1 < K) v[1] = (double)(CG ? __ldcg(p + k0 + 1) : p[k0 + 1]);
+}
 template <typename T>
-static __device__ __forceinline__ double pc_em_fused_inputs(const pc_em_args &a, int32_t vb,
-                                                            int32_t ve, int64_t b, int lane,
-                                                            const T *input) {
-    double v = 1;
-    for (int32_t j = vb; j < ve; j++) {
-        const int32_t var = a.vars[j];
-        v *= (double)input[((int64_t)var * (a.C + 1) + a.xc[b * a.V + var]) * a.K + lane];
+static __device__ __forceinline__ void pc_em_store2(T *p, int k0, int K, const double *v) {
+    if ((K & 1) == 0) {
+        if (k0 >= K) return;
+        if constexpr (sizeof(T) == 8) {
+            *reinterpret_cast<double2 *>(p + k0) = make_double2(v[0], v[1]);
+        } else {
+            *reinterpret_cast<float2 *>(p + k0) = make_float2((float)v[0], (float)v[1]);
+        }
+        return;
     }
-    return v;
+    if (k0 < K) p[k0] = (T)v[0];
+    if (k0 + 1 < K) p[k0 + 1] = (T)v[1];
 }
 
-/* The next item's ticket for the whole block (thread 0 takes it). */
-static __device__ __forceinline__ int32_t pc_em_wave_take(int32_t *ticket, int32_t *slot) {
-    if (threadIdx.x == 0) *slot = atomicAdd(ticket, 1);
-    __syncthreads();
-    return *slot;
+/* A lane's four states of the row at p (pc_em_state's slots), loaded or stored. */
+template <bool CG, typename T>
+static __device__ __forceinline__ void pc_em_load_slots(const T *p, int t4, int K,
+                                                        double (&v)[4]) {
+    pc_em_load2<CG>(p, 2 * t4, K, v);
+    pc_em_load2<CG>(p, 8 + 2 * t4, K, v + 2);
+}
+template <typename T>
+static __device__ __forceinline__ void pc_em_store_slots(T *p, int t4, int K,
+                                                         const double (&v)[4]) {
+    pc_em_store2(p, 2 * t4, K, v);
+    pc_em_store2(p, 8 + 2 * t4, K, v + 2);
 }
 
-/* After an item: its stores done by every thread, the counter raised as a release; the block's
- * shared memory is free again. */
-static __device__ __forceinline__ void pc_em_wave_done(const pc_em_wave &w, int32_t g,
-                                                       int32_t tile) {
-    __syncthreads();
-    if (threadIdx.x == 0) pc_gpu_release_add(w.done + (int64_t)g * w.tiles + tile, 1);
+/* The next item's ticket for the whole warp (lane 0 takes it). */
+static __device__ __forceinline__ int32_t pc_em_wave_take(int32_t *ticket, int lane) {
+    int32_t t = 0;
+    if (lane == 0) t = atomicAdd(ticket, 1);
+    return __shfl_sync(0xffffffffu, t, 0);
 }
 
-/* The forward of group g over tile `tile` by the whole block, once its children's items are
- * done; wt: K * K doubles of shared memory. The root (alone in its layer) writes log p(x)
- * instead of a message. */
-template <typename T, int TW>
-static __device__ __forceinline__ void pc_em_fused_forward_group(const pc_em_args &a,
-                                                                 const pc_em_wave &w, int64_t n,
-                                                                 int32_t iter, int32_t g,
-                                                                 int32_t tile, const T *input,
-                                                                 T *E, T *S, const T *W,
-                                                                 double *wt) {
-    /* wt[k * K + j] = W_g[j][k] */
-    const int K = a.K, lane = threadIdx.x % TW, sub = threadIdx.x / TW;
-    const int subs = PC_EM_THREADS / TW;
-    const bool root = g == a.G - 1;
-    const int64_t ch = a.chunk;
-    const int32_t vb = a.var_start[g], ve = a.var_start[g + 1];
-    const int32_t cb = a.child_start[g], ce = a.child_start[g + 1];
-    if (!root)
-        for (int i = threadIdx.x; i < K * K; i += PC_EM_THREADS)
-            wt[(i % K) * K + i / K] = (double)W[(int64_t)g * K * K + i];
-    /* the first row's inputs need no child: loaded while thread 0 waits for the children */
-    const int64_t first = (int64_t)tile * iter * subs + sub;
-    const double in_first = lane < K ? pc_em_fused_inputs(a, vb, ve, first < n ? first : 0,
-                                                          lane, input)
-                                     : 0.0;
-    const int one = 1;
-    if (threadIdx.x == 0)
-        for (int32_t j = cb; j < ce; j++)
-            pc_gpu_acquire_count<PC_EM_WAVE_POLL_NS>(
-                w.done + (int64_t)a.children[j] * w.tiles + tile, one);
-    __syncthreads();
-    for (int it = 0; it < iter; it++) {
-        const int64_t row = ((int64_t)tile * iter + it) * subs + sub;
-        const bool live = row < n;
-        const int64_t b = live ? row : 0;
-        double v = 0;
-        if (lane < K) {
-            v = it == 0 ? in_first : pc_em_fused_inputs(a, vb, ve, b, lane, input);
-            for (int32_t j = cb; j < ce; j++)
-                v *= (double)__ldcg(S + ((int64_t)a.children[j] * ch + b) * K + lane);
-        }
-        const double m = pc_em_max(v, TW);
-        int ex = 0;
-        double e = 0;
-        if (m > 0 && isfinite(m)) {
-            frexp(m, &ex);
-            e = (double)(T)(v * ldexp(1.0, -ex / 2) * ldexp(1.0, -ex - (-ex / 2)));
-        }
-        if (live && lane < K) E[((int64_t)g * ch + b) * K + lane] = (T)e;
-        int32_t off = ex;
-        if (lane == 0)
-            for (int32_t j = cb; j < ce; j++)
-                off += __ldcg(a.off + (int64_t)a.children[j] * ch + b);
-        if (live && lane == 0) a.off[(int64_t)g * ch + b] = off;
-        if (root) { /* block-uniform: every lane of the block takes this branch or none */
-            const double z = pc_em_sum(lane < K ? a.root_w[lane] * e : 0.0, TW);
-            if (live && lane == 0) a.logp[b] = z > 0 ? (double)off * PC_EM_LN2 + log(z) : -INFINITY;
-            continue;
-        }
-        double s = 0;
+/* After an item: every lane's stores, then its counter raised as a release. */
+static __device__ __forceinline__ void pc_em_wave_done(const pc_em_wave &w, int32_t path,
+                                                       int32_t tile, int lane) {
+    __syncwarp();
+    if (lane == 0) pc_gpu_release_add(w.done + (int64_t)path * w.tiles + tile, 1);
+}
+
+/* The rows of subtile r0 a lane holds (g8 and g8 + 8), whether they exist, and the rows its
+ * loads read (r0 for one past n, whose results are not stored). */
+struct pc_em_rows2 {
+    int64_t r[2];
+    bool live[2];
+};
+
+static __device__ __forceinline__ pc_em_rows2 pc_em_rows_of(int64_t r0, int64_t n, int g8) {
+    pc_em_rows2 x;
 #pragma unroll
-        for (int k = 0; k < TW; k++) {
-            const double ek = __shfl_sync(0xffffffffu, e, k, TW);
-            if (k < K && lane < K) s += wt[k * K + lane] * ek;
+    for (int h = 0; h < 2; h++) {
+        const int64_t row = r0 + g8 + 8 * h;
+        x.live[h] = row < n;
+        x.r[h] = x.live[h] ? row : r0;
+    }
+    return x;
+}
+
+/* v *= the product of group g's inputs at the lane's rows and slots. */
+template <typename T>
+static __device__ __forceinline__ void pc_em_times_inputs(const pc_em_args &a, int32_t g,
+                                                          const pc_em_rows2 &rw, int t4,
+                                                          const T *input, double (&v)[2][4]) {
+    for (int32_t i = a.var_start[g]; i < a.var_start[g + 1]; i++) {
+        const int32_t var = a.vars[i];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int64_t x = a.xc[rw.r[h] * a.V + var];
+            double in[4];
+            pc_em_load_slots<false>(input + ((int64_t)var * (a.C + 1) + x) * a.K, t4, a.K, in);
+#pragma unroll
+            for (int j = 0; j < 4; j++) v[h][j] *= in[j];
         }
-        if (live && lane < K) S[((int64_t)g * ch + b) * K + lane] = (T)s;
     }
 }
 
-/* The forward wavefront: items (g, tile) in increasing order of g; grid: the blocks that fit
- * the GPU at once (more would only wait); dynamic shared memory K * K doubles. */
-template <typename T, int TW>
+/* The forward of path `path` over tile `tile` by one warp, a subtile at a time, its groups
+ * bottom to top: the bottom waits for its children's items and multiplies their messages in
+ * from L2, every other group the message of the group below, in registers. The root (a path of
+ * its own) writes log p(x) instead of messages. */
+template <typename T>
+static __device__ __forceinline__ void pc_em_wave_forward_item(const pc_em_args &a,
+                                                               const pc_em_wave &w, int64_t n,
+                                                               int32_t iter, int32_t path,
+                                                               int32_t tile, const T *input,
+                                                               T *E, T *S, const T *W,
+                                                               int lane) {
+    const int K = a.K, g8 = lane >> 2, t4 = lane & 3;
+    const int64_t ch = a.chunk;
+    const int32_t pb = w.path_start[path], pe = w.path_start[path + 1];
+    for (int s = 0; s < iter; s++) {
+        const int64_t r0 = ((int64_t)tile * iter + s) * PC_EM_FUSED_ROWS;
+        if (r0 >= n) break; /* warp-uniform */
+        const pc_em_rows2 rw = pc_em_rows_of(r0, n, g8);
+        double msg[2][4] = {}; /* the group below's message, the lane's rows and slots */
+        int32_t off_below[2] = {0, 0};
+        for (int32_t m = pb; m < pe; m++) {
+            const int32_t g = w.path_groups[m];
+            const bool root = g == a.G - 1;
+            /* B of S = E W^T, n-tile nt: B[k][j] = W_g[8 nt + g8][k], the lane's k slots */
+            double wb[2][4] = {};
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++)
+                if (!root && 8 * nt + g8 < K)
+                    pc_em_load_slots<false>(W + ((int64_t)g * K + 8 * nt + g8) * K, t4, K,
+                                            wb[nt]);
+            double v[2][4];
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) v[h][j] = pc_em_state(t4, j) < K ? 1.0 : 0.0;
+            pc_em_times_inputs(a, g, rw, t4, input, v);
+            int32_t off[2];
+            if (m == pb) {
+                const int32_t cb = a.child_start[g], ce = a.child_start[g + 1];
+                if (s == 0) {
+                    const int one = 1;
+                    for (int32_t i = cb + lane; i < ce; i += 32)
+                        pc_gpu_acquire_count<PC_EM_WAVE_POLL_NS>(
+                            w.done + (int64_t)w.path_of[a.children[i]] * w.tiles + tile, one);
+                    __syncwarp();
+                }
+                off[0] = off[1] = 0;
+                for (int32_t i = cb; i < ce; i++) {
+                    const int32_t c = a.children[i];
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        double mc[4];
+                        pc_em_load_slots<true>(S + (c * ch + rw.r[h]) * K, t4, K, mc);
+#pragma unroll
+                        for (int j = 0; j < 4; j++) v[h][j] *= mc[j];
+                        off[h] += __ldcg(a.off + c * ch + rw.r[h]);
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+#pragma unroll
+                    for (int j = 0; j < 4; j++) v[h][j] *= msg[h][j];
+                    off[h] = off_below[h];
+                }
+            }
+            double e[2][4];
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                double mx = fmax(fmax(v[h][0], v[h][1]), fmax(v[h][2], v[h][3]));
+                mx = fmax(mx, __shfl_xor_sync(0xffffffffu, mx, 1)); /* the row's lanes agree */
+                mx = fmax(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                double inv1, inv2;
+                off[h] += pc_em_scale(mx, &inv1, &inv2);
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    e[h][j] = inv1 > 0 ? (double)(T)(v[h][j] * inv1 * inv2) : 0.0;
+                if (rw.live[h]) pc_em_store_slots(E + (g * ch + rw.r[h]) * K, t4, K, e[h]);
+                if (rw.live[h] && t4 == h) a.off[g * ch + rw.r[h]] = off[h];
+            }
+            if (root) { /* warp-uniform */
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    double z = 0;
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        const int k = pc_em_state(t4, j);
+                        z += k < K ? a.root_w[k] * e[h][j] : 0.0;
+                    }
+                    z += __shfl_xor_sync(0xffffffffu, z, 1);
+                    z += __shfl_xor_sync(0xffffffffu, z, 2);
+                    if (rw.live[h] && t4 == h)
+                        a.logp[rw.r[h]] = z > 0 ? (double)off[h] * PC_EM_LN2 + log(z) : -INFINITY;
+                }
+                continue;
+            }
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++) {
+                double d0[2] = {0, 0}, d1[2] = {0, 0};
+                pc_gpu_dmma16<4>(d0, d1, e[0], e[1], wb[nt]);
+                msg[0][2 * nt] = d0[0], msg[0][2 * nt + 1] = d0[1];
+                msg[1][2 * nt] = d1[0], msg[1][2 * nt + 1] = d1[1];
+            }
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                if (rw.live[h]) pc_em_store_slots(S + (g * ch + rw.r[h]) * K, t4, K, msg[h]);
+                off_below[h] = off[h];
+                /* the next group multiplies by the message as stored */
+#pragma unroll
+                for (int j = 0; j < 4; j++) msg[h][j] = (double)(T)msg[h][j];
+            }
+        }
+    }
+}
+
+/* The forward wavefront: items (path, tile) in increasing order of path, a warp each; grid:
+ * the blocks that fit the GPU at once (more would only wait). */
+template <typename T>
 __global__ void __launch_bounds__(PC_EM_THREADS)
     pc_em_wave_forward(pc_em_args a, pc_em_wave w, int64_t n, int32_t iter, const T *input, T *E,
                        T *S, const T *W) {
-    extern __shared__ double wt[];
-    __shared__ int32_t slot;
-    const int32_t items = a.G * w.tiles;
+    const int lane = threadIdx.x & 31;
+    const int32_t items = w.paths * w.tiles;
     for (;;) {
-        const int32_t t = pc_em_wave_take(w.ticket, &slot);
-        if (t >= items) return; /* block-uniform */
-        const int32_t g = t / w.tiles, tile = t % w.tiles;
-        pc_em_fused_forward_group<T, TW>(a, w, n, iter, g, tile, input, E, S, W, wt);
-        pc_em_wave_done(w, g, tile);
+        const int32_t t = pc_em_wave_take(w.ticket, lane);
+        if (t >= items) return; /* warp-uniform */
+        const int32_t path = t / w.tiles, tile = t % w.tiles;
+        pc_em_wave_forward_item<T>(a, w, n, iter, path, tile, input, E, S, W, lane);
+        pc_em_wave_done(w, path, tile, lane);
     }
 }
 
-/* W_g's entries per thread of a block (K <= PC_EM_FUSED_MAX_K): the downward kernel loads them
- * into registers first and stores them to shared memory only after row 0's loads are issued, so
- * that the two round trips to memory overlap (with one row per sub-warp, as at batch 512, a
- * block's life is a few such round trips). */
-#define PC_EM_FUSED_W_REGS (PC_EM_FUSED_MAX_K * PC_EM_FUSED_MAX_K / PC_EM_THREADS)
-
-/* Dynamic shared memory of pc_em_wave_downward: W_g and every sub-warp's flows. */
-static inline size_t pc_em_fused_downward_smem(int K, int TW) {
-    return (size_t)K * K * (1 + PC_EM_THREADS / TW) * sizeof(double);
-}
-
-/* The downward of non-root group g over tile `tile` by the whole block; sh holds
- * pc_em_fused_downward_smem bytes: W_g, then each sub-warp's flows [subs][K][K]. Lane k of a
- * sub-warp owns the entries [j][k] of its slice, so the rows add into shared memory without
- * barriers; held in registers instead (TW doubles a lane) the kernel took 114 registers at TW =
- * 16, two blocks per SM, and the layer's blocks ran in three waves where the forward's run in
- * one. The block's threads then sum the slices over the sub-warps in order, an entry each. P is
- * [G - 1][tiles][K][K]. Bounded to 48 registers, 5 blocks per SM (H200: 4 blocks at 55 registers
- * were 1-3 % slower at K = 16). */
-template <typename T, int TW>
-static __device__ __forceinline__ void pc_em_fused_downward_group(const pc_em_args &a,
-                                                                  const pc_em_wave &wave,
-                                                                  int64_t n, int32_t iter,
-                                                                  int32_t g, int32_t tile, T *E,
-                                                                  T *S, const T *W, double *P,
-                                                                  double *sh) {
-    const int K = a.K, lane = threadIdx.x % TW, sub = threadIdx.x / TW;
-    const int subs = PC_EM_THREADS / TW;
+/* The downward of non-root path `path` over tile `tile` by one warp, a subtile at a time, its
+ * groups top to bottom: the top's ratios come from L2 (its parent's item wrote them), every
+ * other group's from the q of the group above, in registers; the bottom writes its children's.
+ * Each group's flows over the subtile go to P[g][tile] (added to it after the first subtile,
+ * by the lane that stored it). sh: the warp's A and E of a subtile, [16][PC_EM_WAVE_LD] doubles
+ * each. P is [G - 1][tiles][K][K]. */
+template <typename T>
+static __device__ __forceinline__ void pc_em_wave_downward_item(const pc_em_args &a,
+                                                                const pc_em_wave &w, int64_t n,
+                                                                int32_t iter, int32_t path,
+                                                                int32_t tile, T *E, T *S,
+                                                                const T *W, double *P,
+                                                                double *sh, int lane) {
+    const int K = a.K, g8 = lane >> 2, t4 = lane & 3;
     const int64_t ch = a.chunk;
-    /* w[j * K + k] = W_g[j][k]; mine[j * K + k]: this sub-warp's sum of a(j) e(k) */
-    double *w = sh, *part = sh + K * K, *mine = part + (int64_t)sub * K * K;
-    const int32_t cb = a.child_start[g], ce = a.child_start[g + 1];
-    double wr[PC_EM_FUSED_W_REGS];
-#pragma unroll
-    for (int r = 0; r < PC_EM_FUSED_W_REGS; r++) {
-        const int i = threadIdx.x + r * PC_EM_THREADS;
-        wr[r] = i < K * K ? (double)W[(int64_t)g * K * K + i] : 0.0;
-    }
-    /* the parent's ratios: the root's come from the launch before */
-    const int32_t parent = wave.parent[g];
+    const int32_t pb = w.path_start[path], pe = w.path_start[path + 1];
+    double *sa = sh, *se = sh + PC_EM_FUSED_ROWS * PC_EM_WAVE_LD;
+    /* the top's ratios: the root's posteriors wrote them in the launch before */
+    const int32_t parent = w.parent[w.path_groups[pe - 1]];
     const int two = 2;
-    if (threadIdx.x == 0 && parent != a.G - 1)
-        pc_gpu_acquire_count<PC_EM_WAVE_POLL_NS>(wave.done + (int64_t)parent * wave.tiles + tile,
-                                                 two);
-    __syncthreads();
-    /* row it's ratio and value, loaded one iteration ahead (no other item writes them now) */
-    const int64_t first = (int64_t)tile * iter * subs + sub;
-    double ratio_next = 0, e_next = 0;
-    if (first < n && lane < K) {
-        ratio_next = (double)__ldcg(S + ((int64_t)g * ch + first) * K + lane);
-        e_next = (double)E[((int64_t)g * ch + first) * K + lane];
-    }
+    if (lane == 0 && parent != a.G - 1)
+        pc_gpu_acquire_count<PC_EM_WAVE_POLL_NS>(
+            w.done + (int64_t)w.path_of[parent] * w.tiles + tile, two);
+    __syncwarp();
+    for (int s = 0; s < iter; s++) {
+        const int64_t r0 = ((int64_t)tile * iter + s) * PC_EM_FUSED_ROWS;
+        if (r0 >= n) break; /* warp-uniform */
+        const pc_em_rows2 rw = pc_em_rows_of(r0, n, g8);
+        double q[2][4] = {}; /* the group above's posteriors */
+        for (int32_t m = pe - 1; m >= pb; m--) {
+            const int32_t g = w.path_groups[m];
+            /* B of U = A W, n-tile nt: B[j][k] = W_g[j][8 nt + g8], the lane's j slots */
+            double wb[2][4];
 #pragma unroll
-    for (int r = 0; r < PC_EM_FUSED_W_REGS; r++) {
-        const int i = threadIdx.x + r * PC_EM_THREADS;
-        if (i < K * K) w[i] = wr[r];
-    }
-    if (lane < K)
-        for (int j = 0; j < K; j++) mine[j * K + lane] = 0;
-    __syncthreads();
-    for (int it = 0; it < iter; it++) {
-        const int64_t row = ((int64_t)tile * iter + it) * subs + sub;
-        const bool live = row < n;
-        const int64_t at = ((int64_t)g * ch + (live ? row : 0)) * K + lane;
-        const bool mine_live = live && lane < K;
-        const double ratio = ratio_next, e = e_next;
-        if (it + 1 < iter && row + subs < n && lane < K) {
-            ratio_next = (double)__ldcg(S + at + subs * K);
-            e_next = (double)E[at + subs * K];
-        }
-        double u = 0;
+            for (int nt = 0; nt < 2; nt++)
 #pragma unroll
-        for (int j = 0; j < TW; j++) {
-            const double aj = __shfl_sync(0xffffffffu, ratio, j, TW);
-            if (j < K && mine_live) {
-                u += aj * w[j * K + lane];
-                mine[j * K + lane] += aj * e;
+                for (int j = 0; j < 4; j++) {
+                    const int k = 8 * nt + g8, jj = pc_em_state(t4, j);
+                    wb[nt][j] = k < K && jj < K ? (double)W[((int64_t)g * K + jj) * K + k] : 0.0;
+                }
+            double ar[2][4], eo[2][4]; /* the ratios a, the forward's e */
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int64_t at = (g * ch + rw.r[h]) * K;
+                pc_em_load_slots<false>(E + at, t4, K, eo[h]);
+                if (m == pe - 1) {
+                    pc_em_load_slots<true>(S + at, t4, K, ar[h]);
+                } else {
+                    double sv[4];
+                    pc_em_load_slots<false>(S + at, t4, K, sv);
+#pragma unroll
+                    for (int j = 0; j < 4; j++) ar[h][j] = sv[j] > 0 ? (double)(T)(q[h][j] / sv[j]) : 0.0;
+                }
+                if (!rw.live[h]) /* past n: no flows */
+#pragma unroll
+                    for (int j = 0; j < 4; j++) ar[h][j] = 0;
+                const int b = g8 + 8 * h;
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    sa[b * PC_EM_WAVE_LD + pc_em_state(t4, j)] = ar[h][j];
+                    se[b * PC_EM_WAVE_LD + pc_em_state(t4, j)] = eo[h][j];
+                }
             }
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++) {
+                double u[2][2] = {};
+                pc_gpu_dmma16<4>(u[0], u[1], ar[0], ar[1], wb[nt]);
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+#pragma unroll
+                    for (int c = 0; c < 2; c++) q[h][2 * nt + c] = eo[h][2 * nt + c] * u[h][c];
+            }
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                if (!rw.live[h]) continue;
+                pc_em_store_slots(E + (g * ch + rw.r[h]) * K, t4, K, q[h]);
+                if (m > pb) continue; /* the child below takes q in registers */
+                for (int32_t i = a.child_start[g]; i < a.child_start[g + 1]; i++) {
+                    T *sc = S + ((int64_t)a.children[i] * ch + rw.r[h]) * K;
+                    double sv[4], ratio[4];
+                    pc_em_load_slots<false>(sc, t4, K, sv);
+#pragma unroll
+                    for (int j = 0; j < 4; j++) ratio[j] = sv[j] > 0 ? q[h][j] / sv[j] : 0.0;
+                    pc_em_store_slots(sc, t4, K, ratio);
+                }
+            }
+            __syncwarp(); /* the staging is written */
+            /* F = A^T E over the subtile: A'[j][b] = a(b, j), B'[b][k] = e(b, k), the lane's
+             * b slots 4 t4 + i; F[j = g8 + 8 h][k = 8 nt + 2 t4 + c] in fl[nt][h][c] */
+            double a0[4], a1[4], fl[2][2][2] = {};
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                a0[i] = sa[(4 * t4 + i) * PC_EM_WAVE_LD + g8];
+                a1[i] = sa[(4 * t4 + i) * PC_EM_WAVE_LD + g8 + 8];
+            }
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++) {
+                double bf[4];
+#pragma unroll
+                for (int i = 0; i < 4; i++) bf[i] = se[(4 * t4 + i) * PC_EM_WAVE_LD + 8 * nt + g8];
+                pc_gpu_dmma16<4>(fl[nt][0], fl[nt][1], a0, a1, bf);
+            }
+            __syncwarp(); /* the staging is read before the next group writes it */
+            double *out = P + ((int64_t)g * w.tiles + tile) * K * K;
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+#pragma unroll
+                    for (int c = 0; c < 2; c++) {
+                        const int j = g8 + 8 * h, k = 8 * nt + 2 * t4 + c;
+                        if (j < K && k < K)
+                            out[j * K + k] = s == 0 ? fl[nt][h][c] : out[j * K + k] + fl[nt][h][c];
+                    }
         }
-        if (!mine_live) continue;
-        const double q = e * u;
-        E[at] = (T)q;
-        for (int32_t j = cb; j < ce; j++) {
-            T *s = S + ((int64_t)a.children[j] * ch + row) * K + lane;
-            const double sv = (double)*s;
-            *s = (T)(sv > 0 ? q / sv : 0.0);
-        }
-    }
-    __syncthreads();
-    double *out = P + ((int64_t)g * wave.tiles + tile) * K * K;
-    for (int i = threadIdx.x; i < K * K; i += PC_EM_THREADS) {
-        double sum = 0; /* sub-warps in order: a fixed sum */
-        for (int s = 0; s < subs; s++) sum += part[(int64_t)s * K * K + i];
-        out[i] = sum;
     }
 }
 
-/* The downward wavefront: items (g, tile) of the non-root groups in decreasing order of g,
- * after the root's posteriors; grid as the forward's; dynamic shared memory
- * pc_em_fused_downward_smem. */
-template <typename T, int TW>
-__global__ void __launch_bounds__(PC_EM_THREADS, 5)
+/* The downward wavefront: items (path, tile) of the non-root paths in decreasing order of
+ * path, a warp each, after the root's posteriors; grid as the forward's; dynamic shared memory
+ * pc_em_wave_downward_smem(). */
+template <typename T>
+__global__ void __launch_bounds__(PC_EM_THREADS)
     pc_em_wave_downward(pc_em_args a, pc_em_wave w, int64_t n, int32_t iter, T *E, T *S,
                         const T *W, double *P) {
     extern __shared__ double sh[];
-    __shared__ int32_t slot;
-    const int32_t items = (a.G - 1) * w.tiles;
+    const int lane = threadIdx.x & 31;
+    double *mine = sh + (threadIdx.x >> 5) * 2 * PC_EM_FUSED_ROWS * PC_EM_WAVE_LD;
+    const int32_t items = (w.paths - 1) * w.tiles;
     for (;;) {
-        const int32_t t = pc_em_wave_take(w.ticket + 1, &slot);
-        if (t >= items) return; /* block-uniform */
-        const int32_t g = a.G - 2 - t / w.tiles, tile = t % w.tiles;
-        pc_em_fused_downward_group<T, TW>(a, w, n, iter, g, tile, E, S, W, P, sh);
-        pc_em_wave_done(w, g, tile);
+        const int32_t t = pc_em_wave_take(w.ticket + 1, lane);
+        if (t >= items) return; /* warp-uniform */
+        const int32_t path = w.paths - 2 - t / w.tiles, tile = t % w.tiles;
+        pc_em_wave_downward_item<T>(a, w, n, iter, path, tile, E, S, W, P, mine, lane);
+        pc_em_wave_done(w, path, tile, lane);
     }
 }
 

@@ -128,7 +128,11 @@ static pc_status upload_structure(pc_em_gpu *g) {
         (st = upload(g, (void **)&g->d_children, c->group_children, (G > 1 ? G - 1 : 1) * 4,
                      "structure")) ||
         (st = upload(g, (void **)&g->d_var_group, g->plan->var_group, V * 4, "structure")) ||
-        (st = upload(g, (void **)&g->d_parent, g->plan->parent, G * 4, "structure")))
+        (st = upload(g, (void **)&g->d_parent, g->plan->parent, G * 4, "structure")) ||
+        (st = upload(g, (void **)&g->d_path_start, g->plan->path_start,
+                     ((size_t)g->plan->num_paths + 1) * 4, "structure")) ||
+        (st = upload(g, (void **)&g->d_path_groups, g->plan->path_groups, G * 4, "structure")) ||
+        (st = upload(g, (void **)&g->d_path_of, g->plan->path_of, G * 4, "structure")))
         return st;
     const pc_em_plan *p = g->plan;
     const size_t strands = p->num_chains ? (size_t)p->chains[p->num_chains - 1].s1 : 0;
@@ -268,7 +272,8 @@ extern "C" void pc_em_gpu_free(pc_em_gpu *g) {
     if (g->d_input_c != g->d_input) cudaFree(g->d_input_c);
     for (int b = 1; b < PC_EM_BUFS; b++) cudaFree(g->d_buf[b]);
     void *dev[] = {g->d_var_start, g->d_vars, g->d_child_start, g->d_children, g->d_var_group,
-                   g->d_strand_start, g->d_strand_groups, g->d_parent, g->d_wave,
+                   g->d_strand_start, g->d_strand_groups, g->d_parent, g->d_path_start,
+                   g->d_path_groups, g->d_path_of, g->d_wave,
                    g->d_root, g->d_trans, g->d_input, g->d_n_root, g->d_n_trans, g->d_n_input,
                    g->d_off, g->d_xc, g->d_xct, g->d_logp, g->d_scale, g->d_rows, g->d_ws,
                    g->d_stage_values, g->d_stage_missing, g->d_partial};

@@ -9,62 +9,52 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The kernels for one compute type T; KPL (values per lane) from K, or TW (lanes per row) on
- * the fused path. */
+/* The kernels for one compute type T; KPL (values per lane) from K. */
 template <typename T> struct pass_kernels {
-    /* The fused path's wavefront (em_fused.cuh), forward (which = 0) or downward (1), on TW
-     * lanes per row, as many blocks as fit the GPU at once; the forward zeroes the counters. */
-    template <int TW>
-    static pc_status wave(pc_em_gpu *g, const pc_em_args &a, int which, int64_t n) {
+    /* The fused path's wavefront (em_fused.cuh), forward (which = 0) or downward (1), an item
+     * to a warp, as many blocks as fit the GPU at once; the forward zeroes the counters. */
+    static pc_status wave(pc_em_gpu *g, int which, int64_t n) {
         pc_status st = PC_OK;
+        const pc_em_args a = pc_em_gpu_args(g);
         const int32_t iter = pc_em_plan_fused_iter(g->plan, n);
         const int64_t tiles = pc_em_plan_tiles(g->plan, n);
-        const int64_t items = (which == 0 ? a.G : a.G - 1) * tiles;
-        const size_t smem = which == 0 ? (size_t)a.K * a.K * sizeof(double)
-                                       : pc_em_fused_downward_smem(a.K, TW);
+        const int32_t paths = g->plan->num_paths;
+        const int64_t items = (which == 0 ? paths : paths - 1) * tiles;
+        const size_t smem = which == 0 ? 0 : pc_em_wave_downward_smem(); /* 36 KB, < 48 */
         pc_em_wave w;
         w.ticket = g->d_wave, w.done = g->d_wave + 2, w.parent = g->d_parent;
-        w.tiles = (int32_t)tiles;
+        w.path_start = g->d_path_start, w.path_groups = g->d_path_groups;
+        w.path_of = g->d_path_of;
+        w.tiles = (int32_t)tiles, w.paths = paths;
         T *E = (T *)g->d_buf[PC_EM_BUF_E], *S = (T *)g->d_buf[PC_EM_BUF_S];
         const T *W = (const T *)g->d_buf[PC_EM_BUF_W];
         int sms = 0, per_sm = 0;
         PC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g->dev));
         if (which == 0) {
             PC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &per_sm, pc_em_wave_forward<T, TW>, PC_EM_THREADS, smem));
+                &per_sm, pc_em_wave_forward<T>, PC_EM_THREADS, smem));
         } else {
             PC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &per_sm, pc_em_wave_downward<T, TW>, PC_EM_THREADS, smem));
+                &per_sm, pc_em_wave_downward<T>, PC_EM_THREADS, smem));
         }
         if (items < 1) return PC_OK;
         {
             const int64_t fit = (int64_t)sms * (per_sm > 0 ? per_sm : 1);
-            const unsigned blocks = (unsigned)(items < fit ? items : fit);
+            const int64_t need = (items + PC_EM_WAVE_WARPS - 1) / PC_EM_WAVE_WARPS;
+            const unsigned blocks = (unsigned)(need < fit ? need : fit);
             if (which == 0) {
-                PC_CUDA_CHECK(cudaMemsetAsync(g->d_wave, 0, (size_t)(2 + a.G * tiles) * 4,
+                PC_CUDA_CHECK(cudaMemsetAsync(g->d_wave, 0, (size_t)(2 + paths * tiles) * 4,
                                               g->stream));
-                pc_em_wave_forward<T, TW><<<blocks, PC_EM_THREADS, smem, g->stream>>>(
+                pc_em_wave_forward<T><<<blocks, PC_EM_THREADS, smem, g->stream>>>(
                     a, w, n, iter, (const T *)g->d_input_c, E, S, W);
             } else {
-                pc_em_wave_downward<T, TW><<<blocks, PC_EM_THREADS, smem, g->stream>>>(
+                pc_em_wave_downward<T><<<blocks, PC_EM_THREADS, smem, g->stream>>>(
                     a, w, n, iter, E, S, W, g->d_partial);
             }
             PC_CUDA_CHECK(cudaGetLastError());
         }
     fail:
         return st;
-    }
-    static pc_status wave_of(pc_em_gpu *g, int which, int64_t n) {
-        const pc_em_args a = pc_em_gpu_args(g);
-        switch (a.tw) {
-        case 1: return wave<1>(g, a, which, n);
-        case 2: return wave<2>(g, a, which, n);
-        case 4: return wave<4>(g, a, which, n);
-        case 8: return wave<8>(g, a, which, n);
-        /* K <= PC_EM_FUSED_MAX_K = 16: the downward's shared memory, at most 34 KB (K = 16),
-         * stays within the default 48 KB */
-        default: return wave<16>(g, a, which, n);
-        }
     }
     /* A chain on the GEMM path, up (which = 0) or down (1); K <= PC_EM_STEP_CHAIN_MAX_K. */
     template <int KPL>
@@ -178,8 +168,8 @@ static pc_status op_posterior(void *ctx, int64_t n, int32_t g0, int32_t g1) {
 
 static pc_status launch_wave(void *ctx, int which, int64_t n) {
     pc_em_gpu *g = (pc_em_gpu *)ctx;
-    return g->f32 ? pass_kernels<float>::wave_of(g, which, n)
-                  : pass_kernels<double>::wave_of(g, which, n);
+    return g->f32 ? pass_kernels<float>::wave(g, which, n)
+                  : pass_kernels<double>::wave(g, which, n);
 }
 
 /* Fused forward: the whole pass in one wavefront. */

@@ -38,9 +38,11 @@ struct pc_em_gpu {
     const pc_em_blas *blas;
     cublasHandle_t handle;
     void *d_ws;
-    /* structure: the circuit's CSR arrays, each variable's group, the plan's chains' strands */
+    /* structure: the circuit's CSR arrays, each variable's group, the plan's chains' strands,
+     * each group's parent, the plan's paths (em_plan.h) */
     int32_t *d_var_start, *d_vars, *d_child_start, *d_children, *d_var_group;
     int32_t *d_strand_start, *d_strand_groups, *d_parent;
+    int32_t *d_path_start, *d_path_groups, *d_path_of;
     /* FP64 parameters (em_plan.h layouts) and their copies in the compute type (the same
      * arrays when the compute type is double) */
     double *d_root, *d_trans, *d_input;

@@ -13,6 +13,9 @@ void pc_em_plan_free(pc_em_plan *plan) {
     free(plan->chains);
     free(plan->strand_start);
     free(plan->strand_groups);
+    free(plan->path_start);
+    free(plan->path_groups);
+    free(plan->path_of);
     free(plan);
 }
 
@@ -66,6 +69,45 @@ static pc_status find_chains(pc_em_plan *p) {
     return PC_OK;
 }
 
+/* The fused path's paths (em_plan.h): groups in increasing order, each appended to its one
+ * child's path where that path is not full (a group's child comes before it, and is the top of
+ * its path then), else the bottom of a new one; then the paths sorted by their tops. */
+static pc_status find_paths(pc_em_plan *p) {
+    const pc_circuit *c = p->circuit;
+    const int32_t G = p->G;
+    /* paths in creation order: each group's, and each path's length and top */
+    int32_t *made = malloc((size_t)G * sizeof(int32_t));
+    int32_t *len = calloc((size_t)G, sizeof(int32_t));
+    int32_t *top = malloc((size_t)G * sizeof(int32_t));
+    int32_t *sorted = malloc((size_t)G * sizeof(int32_t)); /* creation index -> sorted index */
+    p->path_start = calloc((size_t)G + 1, sizeof(int32_t));
+    p->path_groups = malloc((size_t)G * sizeof(int32_t));
+    p->path_of = malloc((size_t)G * sizeof(int32_t));
+    if (!made || !len || !top || !sorted || !p->path_start || !p->path_groups || !p->path_of) {
+        free(made), free(len), free(top), free(sorted);
+        return pc_fail(PC_ERR_NOMEM, "GPU EM plan: paths of %d groups", G);
+    }
+    int32_t paths = 0;
+    for (int32_t g = 0; g < G; g++) {
+        const int32_t cb = c->child_start[g], ce = c->child_start[g + 1];
+        const int32_t below = ce - cb == 1 && g != G - 1 ? made[c->group_children[cb]] : -1;
+        made[g] = below >= 0 && len[below] < PC_EM_PATH_MAX ? below : paths++;
+        len[made[g]]++;
+        top[made[g]] = g;
+    }
+    /* sorted by top: walk the groups, numbering each path at its top */
+    for (int32_t g = 0, r = 0; g < G; g++)
+        if (top[made[g]] == g) sorted[made[g]] = r++;
+    p->num_paths = paths;
+    for (int32_t g = 0; g < G; g++) p->path_of[g] = sorted[made[g]];
+    for (int32_t g = 0; g < G; g++) p->path_start[p->path_of[g] + 1]++;
+    for (int32_t i = 0; i < paths; i++) p->path_start[i + 1] += p->path_start[i];
+    for (int32_t i = 0; i < paths; i++) len[i] = p->path_start[i]; /* each path's next slot */
+    for (int32_t g = 0; g < G; g++) p->path_groups[len[p->path_of[g]]++] = g; /* bottom first */
+    free(made), free(len), free(top), free(sorted);
+    return PC_OK;
+}
+
 pc_status pc_em_plan_create(const pc_hclt *model, int64_t chunk, pc_em_plan **out) {
     if (!out) return pc_fail(PC_ERR_ARG, "GPU EM plan: NULL output");
     *out = NULL;
@@ -99,7 +141,7 @@ pc_status pc_em_plan_create(const pc_hclt *model, int64_t chunk, pc_em_plan **ou
     for (int32_t g = 0; g < p->G; g++)
         for (int32_t j = c->child_start[g]; j < c->child_start[g + 1]; j++)
             p->parent[c->group_children[j]] = g;
-    if ((st = find_chains(p))) {
+    if ((st = find_chains(p)) || (st = find_paths(p))) {
         pc_em_plan_free(p);
         return st;
     }
@@ -149,16 +191,14 @@ int32_t pc_em_plan_lanes(const pc_em_plan *p) {
 }
 
 int32_t pc_em_plan_fused_iter(const pc_em_plan *p, int64_t n) {
-    const int64_t subs = PC_EM_ROW_THREADS / pc_em_plan_lanes(p);
-    /* rows of a layer of average width G / L, over the rows PC_EM_FUSED_BLOCKS items take */
-    const double waves = (double)n * p->G / ((double)p->L * subs * PC_EM_FUSED_BLOCKS);
+    /* rows of a layer of average width G / L, over the rows PC_EM_FUSED_ITEMS items take */
+    const double waves = (double)n * p->G / ((double)p->L * PC_EM_FUSED_ROWS * PC_EM_FUSED_ITEMS);
     const int64_t iter = (int64_t)ceil(waves);
     return (int32_t)(iter < 1 ? 1 : iter > PC_EM_FUSED_MAX_ITER ? PC_EM_FUSED_MAX_ITER : iter);
 }
 
 int64_t pc_em_plan_tiles(const pc_em_plan *p, int64_t n) {
-    const int64_t tile = (int64_t)(PC_EM_ROW_THREADS / pc_em_plan_lanes(p)) *
-                         pc_em_plan_fused_iter(p, n);
+    const int64_t tile = (int64_t)PC_EM_FUSED_ROWS * pc_em_plan_fused_iter(p, n);
     return (n + tile - 1) / tile;
 }
 
@@ -166,10 +206,10 @@ int64_t pc_em_plan_tiles(const pc_em_plan *p, int64_t n) {
 static int64_t max_tiles(const pc_em_plan *p, int64_t chunk) {
     /* tiles(n) rises with n while iter stays, falls where iter steps up: its largest value
      * over n <= chunk is at the last n of some iter, or at chunk */
-    const int64_t subs = PC_EM_ROW_THREADS / pc_em_plan_lanes(p);
     int64_t most = pc_em_plan_tiles(p, chunk);
     for (int32_t it = 1; it < PC_EM_FUSED_MAX_ITER; it++) {
-        int64_t n = (int64_t)floor((double)it * p->L * subs * PC_EM_FUSED_BLOCKS / p->G);
+        int64_t n =
+            (int64_t)floor((double)it * p->L * PC_EM_FUSED_ROWS * PC_EM_FUSED_ITEMS / p->G);
         while (n > 1 && pc_em_plan_fused_iter(p, n) > it) n--; /* rounding of the bound */
         while (n < chunk && pc_em_plan_fused_iter(p, n + 1) <= it) n++;
         if (n >= 1 && n <= chunk) {
@@ -186,7 +226,7 @@ int64_t pc_em_plan_partial_elems(const pc_em_plan *p, int64_t chunk) {
 }
 
 int64_t pc_em_plan_wave_elems(const pc_em_plan *p, int64_t chunk) {
-    return pc_em_plan_fused(p) ? 2 + (int64_t)p->G * max_tiles(p, chunk) : 0;
+    return pc_em_plan_fused(p) ? 2 + (int64_t)p->num_paths * max_tiles(p, chunk) : 0;
 }
 
 pc_em_gemm pc_em_plan_gemm(const pc_em_plan *p, int64_t n, int32_t g0, int32_t g1, int which) {

@@ -51,22 +51,30 @@ typedef enum pc_em_buf {
 #define PC_EM_ROW_THREADS 256
 /* Small K (<= 16) runs each direction of a pass as one persistent launch (em_fused.cuh)
  * instead of products, GEMMs and posteriors per layer: its items are (group, tile of rows), a
- * tile (256 / tw) * iter rows (tw = K rounded up to a power of two, a row to tw lanes; iter rows
- * one after the other per sub-warp), taken in dependency order from a ticket counter, each
- * waiting on the counters of the items it reads. A downward item leaves its tile's flows in
- * P [G - 1][tiles][K][K] (FP64), which the pass's end sums in tile order. iter grows with the
- * pass's rows so that a layer of average width has about PC_EM_FUSED_BLOCKS items: few rows
- * an item keep the tree's critical path (42 layers up, 42 down for MNIST) short, more keep P
- * small. It depends on the model and n only, not on the GPU or the schedule, so the sums'
- * order does not either. Why one launch: launched a layer at a time (and the narrow layers a
- * chain at a time, as on the GEMM path), the step at K = 16 on an H200 took 0.606 ms at batch
- * 512 (FP64; now 0.550), 0.843 at 1,024 (0.824) and 2.340 at 4,096 (2.232); the layers'
- * launches and their tails were 81 % of it at 512. Up to K = 16 only: at K = 32 the cuBLAS
- * path's step was faster (H200, step ms fused per layer -> GEMMs: FP64 1.77 -> 1.35 at batch
- * 512, 8.85 -> 5.02 at 4096). */
+ * tile iter subtiles of PC_EM_FUSED_ROWS rows (the FP64 tensor cores' 16-row tile), one item to
+ * a warp, taken in dependency order from a ticket counter, each waiting on the counters of the
+ * items it reads. A downward item leaves its tile's flows in P [G - 1][tiles][K][K] (FP64),
+ * which the pass's end sums in tile order. iter grows with the pass's rows so that a layer of
+ * average width has about PC_EM_FUSED_ITEMS items: few rows an item keep the tree's critical
+ * path (42 layers up, 42 down for MNIST) short, more keep P small. It depends on the model and
+ * n only, not on the GPU or the schedule, so the sums' order does not either. Why one launch:
+ * launched a layer at a time (and the narrow layers a chain at a time, as on the GEMM path),
+ * the step at K = 16 on an H200 took 0.606 ms at batch 512 (FP64), 0.843 at 1,024 and 2.340 at
+ * 4,096; the layers' launches and their tails were 81 % of it at 512. Up to K = 16 only: at
+ * K = 32 the cuBLAS path's step was faster (H200, step ms fused per layer -> GEMMs: FP64 1.77
+ * -> 1.35 at batch 512, 8.85 -> 5.02 at 4096). */
 #define PC_EM_FUSED_MAX_K 16
+#define PC_EM_FUSED_ROWS 16
 #define PC_EM_FUSED_MAX_ITER 8
-#define PC_EM_FUSED_BLOCKS 1024
+#define PC_EM_FUSED_ITEMS 4096
+
+/* Paths (fused path): a fused item is (path, tile), a path being a run of groups, bottom to top,
+ * each above the bottom with one child, the group below, and at most PC_EM_PATH_MAX of them; the
+ * root is a path of its own. A warp walks its path's groups with the messages (up) and the
+ * ratios (down) handed on in registers, so only the bottom waits on other items up, and only
+ * the top down: most HCLT groups have one child (387 of the MNIST model's 549 sum groups). The
+ * paths are in increasing order of their tops, so a path's children's paths come before it. */
+#define PC_EM_PATH_MAX 8
 
 /* Chains (GEMM path): a run of at least two consecutive non-root layers of at most
  * PC_EM_CHAIN_WIDTH groups each runs as one forward and one downward launch instead of one per
@@ -107,6 +115,10 @@ typedef struct pc_em_plan {
     pc_em_chain *chains;    /* [num_chains] in layer order */
     int32_t *strand_start;  /* [strands + 1] CSR offsets into strand_groups */
     int32_t *strand_groups; /* each strand's groups in increasing order (children first) */
+    int32_t num_paths;
+    int32_t *path_start;  /* [num_paths + 1] CSR offsets into path_groups */
+    int32_t *path_groups; /* [G] each path's groups, bottom to top */
+    int32_t *path_of;     /* [G] the path of each group */
 } pc_em_plan;
 
 /* Compiles the model and derives the plan for passes of up to `chunk` rows. */
@@ -116,9 +128,9 @@ void pc_em_plan_free(pc_em_plan *plan);
 /* Elements of a buffer. */
 int64_t pc_em_plan_elems(const pc_em_plan *plan, pc_em_buf buf);
 
-/* The fused path: whether the plan takes it (K <= PC_EM_FUSED_MAX_K); lanes per row (tw); rows
- * per sub-warp (iter) and tiles for a pass of n rows; the elements of P and of the wavefront's
- * counters (two tickets, then one counter per (group, tile)) for any pass of up to `chunk`
+/* The fused path: whether the plan takes it (K <= PC_EM_FUSED_MAX_K); lanes per row of the row
+ * kernels (tw); subtiles per tile (iter) and tiles for a pass of n rows; the elements of P and of the wavefront's
+ * counters (two tickets, then one counter per (path, tile)) for any pass of up to `chunk`
  * rows (0 when not fused). */
 int pc_em_plan_fused(const pc_em_plan *plan);
 int32_t pc_em_plan_lanes(const pc_em_plan *plan);
