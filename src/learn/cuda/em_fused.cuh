@@ -2,32 +2,39 @@
  *
  * At small K a pass is a chain of tiny steps, ~42 layers up and down for MNIST, and launches
  * dominate: here each direction of a pass is one persistent launch, a wavefront over the
- * items (group, tile) of em_plan.h, one item to one warp. A warp takes items from a ticket
- * counter in dependency order (up: groups in increasing order, children first; down:
- * decreasing, parents first) and waits on the counters of the items it reads: up, its
- * children's on the same tile; down, its parent's. Every item it waits on has a smaller
- * ticket, taken by a warp that is running and waits only on smaller ones still, so the wave
- * always moves. What another item of the same launch wrote is read from L2 (__ldcg).
+ * items (path, tile) of em_plan.h, one item to one warp. A warp takes items from a ticket
+ * counter in dependency order (up: paths in increasing order, children first; down:
+ * decreasing, parents first) and waits on the counters of the items it reads: up, the paths
+ * of its bottom's children on the same tile; down, its top's parent's. Every item it waits on
+ * has a smaller ticket, taken by a warp that is running and waits only on smaller ones still,
+ * so the wave always moves. What another item of the same launch wrote is read from L2
+ * (__ldcg). Inside a path the warp hands each group's message up (and each q down) in
+ * registers, as stored (rounded to T), so the values are those of a group-by-group pass.
  *
  * A tile is iter subtiles of PC_EM_FUSED_ROWS = 16 rows, one after another. Lane 4 g8 + t4
- * holds rows g8 and g8 + 8 of a subtile, states k = 4 t4 .. 4 t4 + 3 (zero past K): the
- * layout of the FP64 tensor cores' 16 x 8 x 16 tile (base/cuda_dmma.cuh) with its k slots
- * t4 + 4 j standing for the state 4 t4 + j, a permutation of k that A and B share, so every
- * lane loads four adjacent states and the products are exact FP64 sums.
+ * holds rows g8 and g8 + 8 of a subtile and four states, slots j = 0..3 standing for
+ * pc_em_state(t4, j) = 2 t4, 2 t4 + 1, 8 + 2 t4, 9 + 2 t4 (zero past K): the columns that the
+ * FP64 tensor cores' 16 x 8 x 16 tile (base/cuda_dmma.cuh) gives that lane in its two 8-wide
+ * n-tiles. The same slots serve as the mma's k slots (a permutation of k that A and B share,
+ * so the products are exact FP64 sums), so a message or posterior leaves the tensor cores in
+ * the layout the next group multiplies by, and no value moves between lanes.
  *
  * Forward, subtile of group g: e = the scaled product (as pc_em_product), then the messages
  * S = E W_g^T, two 16 x 8 x 16 tiles. Downward: the ratios A of the subtile, U = A W_g on the
- * tensor cores, q = e u into E, the children's messages into their ratios, and the flows
- * F_g += A^T E over the subtile's rows (A and E through the warp's shared memory, transposed),
- * accumulated in the tensor cores' registers over the tile's subtiles in order and left in
- * P[g][tile][j][k]; the pass's end sums the tiles in order. Every sum has one fixed order,
- * whatever the schedule: the same bits on every run, no floating-point atomics.
+ * tensor cores, q = e u into E, the bottom's children's messages into their ratios, and the
+ * flows A^T E over the subtile's rows (A and E through the warp's shared memory, transposed)
+ * into P[g][tile][j][k], added there over the tile's subtiles in order; the pass's end sums
+ * the tiles in order. Every sum has one fixed order, whatever the schedule: the same bits on
+ * every run, no floating-point atomics.
  *
- * Why warps and tensor cores: with a block to an item and a row to 16 lanes that shuffled
- * each other's values (K^2 shuffles and shared-memory loads a row each way), the items were
- * latency-bound at the few blocks that fit an SM, and at 4,096 rows the shuffles and the flows'
- * shared-memory sums filled the SMs' load pipes. The engine's warp strategy (fuse_warp/warp.cuh)
- * showed the way: no barrier between the warps of an item, the product on the tensor cores. */
+ * Why warps, paths and tensor cores (H200, step at K = 16, FP64, batch 512 / 4,096): a block
+ * to an item (group, tile), a row to 16 lanes that shuffled each other's values, took 0.548 /
+ * 2.217 ms: its items were latency-bound at the 5-6 blocks that fit an SM, and at 4,096 rows
+ * the shuffles and the flows' shared-memory sums filled the SMs' load pipes. A warp to an item
+ * (group, tile) on the tensor cores: 0.581 / 1.55 ms; walking paths of up to 8 groups: 0.477 /
+ * 1.16 (bench/notebook/gpu_em_downward_h200.md, round 7). The engine's warp strategy
+ * (fuse_warp/warp.cuh) showed the way: no barrier between an item's warps, chains of groups
+ * in one warp, the product on the tensor cores. */
 #ifndef PC_LEARN_EM_FUSED_CUH
 #define PC_LEARN_EM_FUSED_CUH
 
@@ -366,9 +373,12 @@ static __device__ __forceinline__ void pc_em_wave_downward_item(const pc_em_args
                 double u[2][2] = {};
                 pc_gpu_dmma16<4>(u[0], u[1], ar[0], ar[1], wb[nt]);
 #pragma unroll
-                for (int h = 0; h < 2; h++)
+                for (int h = 0; h < 2; h++) /* e from the staging: 44 bytes less spilled (FP32) */
 #pragma unroll
-                    for (int c = 0; c < 2; c++) q[h][2 * nt + c] = eo[h][2 * nt + c] * u[h][c];
+                    for (int c = 0; c < 2; c++)
+                        q[h][2 * nt + c] =
+                            se[(g8 + 8 * h) * PC_EM_WAVE_LD + pc_em_state(t4, 2 * nt + c)] *
+                            u[h][c];
             }
 #pragma unroll
             for (int h = 0; h < 2; h++) {

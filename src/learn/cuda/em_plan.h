@@ -8,7 +8,8 @@
  *   E [G][chunk][K]  forward: e_g(b, k) = P_g(b, k) 2^-off_g(b), max_k in [0.5, 1); after a
  *                    fused downward pass: the posterior q_g(b, k) = p(Z_g = k | x_b)
  *   S [G - 1][chunk][K]  forward: the message s_g(b, j) = sum_k W_g[j][k] e_g(b, k);
- *                    downward: a_g(b, j) = q_parent(b, j) / s_g(b, j) (0 where s_g = 0)
+ *                    downward: a_g(b, j) = q_parent(b, j) / s_g(b, j) (0 where s_g = 0); on
+ *                    the fused path only for the tops of its paths, the others' in registers
  *   U [G][chunk][K]  (steps only) u_g(b, k) = sum_j a_g(b, j) W_g[j][k], then in place the
  *                    posterior q_g(b, k)
  *   F [G - 1][K][K]  (steps only) F_g[j][k] = sum_b a_g(b, j) e_g(b, k); the edge's expected
@@ -50,17 +51,19 @@ typedef enum pc_em_buf {
 /* Threads of a block of the row kernels. */
 #define PC_EM_ROW_THREADS 256
 /* Small K (<= 16) runs each direction of a pass as one persistent launch (em_fused.cuh)
- * instead of products, GEMMs and posteriors per layer: its items are (group, tile of rows), a
- * tile iter subtiles of PC_EM_FUSED_ROWS rows (the FP64 tensor cores' 16-row tile), one item to
- * a warp, taken in dependency order from a ticket counter, each waiting on the counters of the
- * items it reads. A downward item leaves its tile's flows in P [G - 1][tiles][K][K] (FP64),
+ * instead of products, GEMMs and posteriors per layer: its items are (path, tile of rows), a
+ * path as below, a tile iter subtiles of PC_EM_FUSED_ROWS rows (the FP64 tensor cores' 16-row
+ * tile), one item to a warp, taken in dependency order from a ticket counter, each waiting on
+ * the counters of the items it reads. A downward item leaves its tile's flows in P [G - 1][tiles][K][K] (FP64),
  * which the pass's end sums in tile order. iter grows with the pass's rows so that a layer of
- * average width has about PC_EM_FUSED_ITEMS items: few rows an item keep the tree's critical
- * path (42 layers up, 42 down for MNIST) short, more keep P small. It depends on the model and
+ * average width has about PC_EM_FUSED_ITEMS (group, tile) pairs: few rows an item keep the
+ * tree's critical path (42 layers up, 42 down for MNIST) short, more keep P small (4,096: one
+ * subtile a tile up to ~5,000 rows on the MNIST tree; H200, K = 16, FP64 step at 4,096 rows:
+ * 1.55 ms against 2.30 with 1,024, whose tiles of 4 subtiles made too few items). It depends on the model and
  * n only, not on the GPU or the schedule, so the sums' order does not either. Why one launch:
  * launched a layer at a time (and the narrow layers a chain at a time, as on the GEMM path),
  * the step at K = 16 on an H200 took 0.606 ms at batch 512 (FP64), 0.843 at 1,024 and 2.340 at
- * 4,096; the layers' launches and their tails were 81 % of it at 512. Up to K = 16 only: at
+ * 4,096; the layers' launches and their tails were 81 % of it at 512 (now 0.477, 0.558, 1.16). Up to K = 16 only: at
  * K = 32 the cuBLAS path's step was faster (H200, step ms fused per layer -> GEMMs: FP64 1.77
  * -> 1.35 at batch 512, 8.85 -> 5.02 at 4096). */
 #define PC_EM_FUSED_MAX_K 16
