@@ -94,10 +94,9 @@ static void test_shipped_model_step(void **state) {
 }
 
 /* Random models against the CPU, 3 steps: K of every kernel shape (values per lane 1 to 16 on
- * the GEMM path; on the fused one K below, at and above a multiple of 4, whose loads differ,
- * and both sides of the bound between the paths: K = 16 and 17), zero probabilities, missing
- * values, passes of 37 rows (several per step, the last subtile of a fused tile part-full),
- * rows repeated. */
+ * the GEMM path; on the fused one odd and even K, and both sides of the bound between the
+ * paths: K = 16 and 17), zero probabilities, missing values, passes of 37 rows (several per
+ * step, the last subtile of a fused tile part-full), rows repeated. */
 static void test_random_models(void **state) {
     (void)state;
     const int32_t ks[11] = {1, 3, 6, 12, 16, 17, 32, 33, 100, 128, 300};
@@ -123,6 +122,42 @@ static void test_random_models(void **state) {
         assert_true(diff < 1e-9);
         assert_true(ll_gpu == ll_cpu || fabs(ll_gpu - ll_cpu) <= 1e-9 * fabs(ll_cpu));
         pc_hclt_free(want), pc_hclt_free(got);
+        free(values), free(missing);
+        pc_hclt_free(m);
+    }
+}
+
+/* The fused path (K = 13 and 7: odd, rows of unaligned pairs) on passes of 6,000 rows,
+ * whose tiles hold several subtiles (the plan says so, or the test would not test it), 2 steps
+ * against the CPU: FP64 within 1e-9, FP32 within 1e-4. */
+static void test_fused_big_passes(void **state) {
+    (void)state;
+    const int32_t ks[2] = {13, 7};
+    for (int trial = 0; trial < 2; trial++) {
+        const int32_t K = ks[trial], V = 300, C = 6;
+        const int64_t n = 6000;
+        pc_hclt *m = pc_hr_model(V, C, K, 0.3, trial == 1);
+        pc_em_plan *plan = NULL;
+        assert_int_equal(pc_em_plan_create(m, n, &plan), PC_OK);
+        assert_true(pc_em_plan_fused(plan) && pc_em_plan_fused_iter(plan, n) > 1);
+        pc_em_plan_free(plan);
+        uint8_t *missing = NULL;
+        uint8_t *values = pc_hr_data(n, V, C, trial ? 0.1 : 0.0, &missing);
+        pc_data d = {.count = n, .width = V, .values = values, .missing = missing};
+        const pc_em_opts cpu = {0}, gpu = {.device = PC_EM_CUDA, .max_chunk = n};
+        const pc_em_opts gpu32 = {.device = PC_EM_CUDA, .f32 = 1, .max_chunk = n};
+        double ll_cpu = 0, ll_gpu = 0, ll32 = 0;
+        pc_hclt *want = run_em(m, &d, NULL, n, 2, 0.7, &cpu, 0, &ll_cpu);
+        pc_hclt *got = run_em(m, &d, NULL, n, 2, 0.7, &gpu, 1, &ll_gpu);
+        pc_hclt *got32 = run_em(m, &d, NULL, n, 2, 0.7, &gpu32, 1, &ll32);
+        const double diff = max_rel(got, want), diff32 = max_rel(got32, want);
+        printf("fused K %d, %lld rows a pass: FP64 %.3g, FP32 %.3g relative\n", K, (long long)n,
+               diff, diff32);
+        assert_true(diff < 1e-9);
+        assert_true(ll_gpu == ll_cpu || fabs(ll_gpu - ll_cpu) <= 1e-9 * fabs(ll_cpu));
+        assert_true(diff32 < 1e-4);
+        assert_true(fabs(ll32 - ll_cpu) < 1e-6 * fabs(ll_cpu));
+        pc_hclt_free(want), pc_hclt_free(got), pc_hclt_free(got32);
         free(values), free(missing);
         pc_hclt_free(m);
     }
@@ -254,6 +289,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped_model_step),
         cmocka_unit_test(test_random_models),
+        cmocka_unit_test(test_fused_big_passes),
         cmocka_unit_test(test_chains_on_the_gemm_path),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_full_batch_monotone),

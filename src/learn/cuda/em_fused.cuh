@@ -356,7 +356,8 @@ static __device__ __forceinline__ void pc_em_wave_downward_item(const pc_em_args
                     double sv[4];
                     pc_em_load_slots<false>(S + at, t4, K, sv);
 #pragma unroll
-                    for (int j = 0; j < 4; j++) ar[h][j] = sv[j] > 0 ? (double)(T)(q[h][j] / sv[j]) : 0.0;
+                    for (int j = 0; j < 4; j++)
+                        ar[h][j] = sv[j] > 0 ? (double)(T)(q[h][j] / sv[j]) : 0.0;
                 }
                 if (!rw.live[h]) /* past n: no flows */
 #pragma unroll

@@ -50,22 +50,23 @@ typedef enum pc_em_buf {
 
 /* Threads of a block of the row kernels. */
 #define PC_EM_ROW_THREADS 256
-/* Small K (<= 16) runs each direction of a pass as one persistent launch (em_fused.cuh)
- * instead of products, GEMMs and posteriors per layer: its items are (path, tile of rows), a
- * path as below, a tile iter subtiles of PC_EM_FUSED_ROWS rows (the FP64 tensor cores' 16-row
- * tile), one item to a warp, taken in dependency order from a ticket counter, each waiting on
- * the counters of the items it reads. A downward item leaves its tile's flows in P [G - 1][tiles][K][K] (FP64),
- * which the pass's end sums in tile order. iter grows with the pass's rows so that a layer of
- * average width has about PC_EM_FUSED_ITEMS (group, tile) pairs: few rows an item keep the
- * tree's critical path (42 layers up, 42 down for MNIST) short, more keep P small (4,096: one
- * subtile a tile up to ~5,000 rows on the MNIST tree; H200, K = 16, FP64 step at 4,096 rows:
- * 1.55 ms against 2.30 with 1,024, whose tiles of 4 subtiles made too few items). It depends on the model and
- * n only, not on the GPU or the schedule, so the sums' order does not either. Why one launch:
- * launched a layer at a time (and the narrow layers a chain at a time, as on the GEMM path),
- * the step at K = 16 on an H200 took 0.606 ms at batch 512 (FP64), 0.843 at 1,024 and 2.340 at
- * 4,096; the layers' launches and their tails were 81 % of it at 512 (now 0.477, 0.558, 1.16). Up to K = 16 only: at
- * K = 32 the cuBLAS path's step was faster (H200, step ms fused per layer -> GEMMs: FP64 1.77
- * -> 1.35 at batch 512, 8.85 -> 5.02 at 4096). */
+/* Small K (<= 16) runs each direction of a pass as one persistent launch (em_fused.cuh) instead
+ * of products, GEMMs and posteriors per layer: its items are (path, tile of rows), a path as
+ * below, a tile iter subtiles of PC_EM_FUSED_ROWS rows (the FP64 tensor cores' 16-row tile),
+ * one item to a warp, taken in dependency order from a ticket counter, each waiting on the
+ * counters of the items it reads. A downward item leaves its tile's flows in
+ * P [G - 1][tiles][K][K] (FP64), which the pass's end sums in tile order. iter grows with the pass's
+ * rows so that a layer of average width has about PC_EM_FUSED_ITEMS (group, tile) pairs: few
+ * rows an item keep the tree's critical path (42 layers up, 42 down for MNIST) short, more keep
+ * P small (4,096: one subtile a tile up to ~5,000 rows on the MNIST tree; H200, K = 16, FP64
+ * step at 4,096 rows: 1.16 ms against 1.38 with 2,048, whose tiles of 2 subtiles made too few
+ * items). It depends on the model and n only, not on the GPU or the schedule, so the sums'
+ * order does not either. Why one launch: launched a layer at a time (and the narrow layers a
+ * chain at a time, as on the GEMM path), the step at K = 16 on an H200 took 0.606 ms at batch
+ * 512 (FP64), 0.843 at 1,024 and 2.340 at 4,096; the layers' launches and their tails were 81 %
+ * of it at 512 (now 0.477, 0.558, 1.16). Up to K = 16 only: at K = 32 the cuBLAS path's step
+ * was faster (H200, step ms fused per layer -> GEMMs: FP64 1.77 -> 1.35 at batch 512, 8.85 ->
+ * 5.02 at 4096). */
 #define PC_EM_FUSED_MAX_K 16
 #define PC_EM_FUSED_ROWS 16
 #define PC_EM_FUSED_MAX_ITER 8
@@ -132,9 +133,9 @@ void pc_em_plan_free(pc_em_plan *plan);
 int64_t pc_em_plan_elems(const pc_em_plan *plan, pc_em_buf buf);
 
 /* The fused path: whether the plan takes it (K <= PC_EM_FUSED_MAX_K); lanes per row of the row
- * kernels (tw); subtiles per tile (iter) and tiles for a pass of n rows; the elements of P and of the wavefront's
- * counters (two tickets, then one counter per (path, tile)) for any pass of up to `chunk`
- * rows (0 when not fused). */
+ * kernels (tw); subtiles per tile (iter) and tiles for a pass of n rows; the elements of P and
+ * of the wavefront's counters (two tickets, then one counter per (path, tile)) for any pass of
+ * up to `chunk` rows (0 when not fused). */
 int pc_em_plan_fused(const pc_em_plan *plan);
 int32_t pc_em_plan_lanes(const pc_em_plan *plan);
 int32_t pc_em_plan_fused_iter(const pc_em_plan *plan, int64_t n);
