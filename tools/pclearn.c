@@ -73,8 +73,8 @@ static const char usage_text[] =
     "  --threads T        OpenMP threads (default: all cores)\n"
     "  --f64              store parameters as float64 (default float32)\n"
     "  --device D         where EM runs: cpu (default) or cuda (a GPU; scoring there too)\n"
-    "  --em-f32           cuda: FP32 values and messages in EM (faster; parameters within\n"
-    "                     about 2e-5 of FP64's after a step); default FP64\n"
+    "  --em-f32           cuda: FP32 values and messages in EM (half the pass memory;\n"
+    "                     parameters within about 2e-5 of FP64's after a step); default FP64\n"
     "  --json             print the summary as one JSON object\n"
     "  -o MODEL.h5        output model (written to a temporary name, then renamed)\n";
 

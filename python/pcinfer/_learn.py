@@ -49,7 +49,7 @@ def learn(x, latents, epochs=10, batch=512, full_epochs=1, pseudocount=0.1, step
     another) or "cuda:N" (GPU N modulo the GPUs present, so a process's rank can pick one);
     on a GPU the training data is copied there once (or, when it does not fit, streamed from
     the host each step, with a RuntimeWarning). f32: on a GPU, FP32 values and messages
-    (faster; parameters within about 2e-5 of FP64's after a step).
+    (half the pass memory; parameters within about 2e-5 of FP64's after a step).
     progress: None, or a function called after each epoch with (epoch, mean log-likelihood
     of the training data in nats before that epoch's steps, averaged over the batches)."""
     x = _arrays.evidence(x)
