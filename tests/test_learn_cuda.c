@@ -127,6 +127,16 @@ static void test_random_models(void **state) {
     }
 }
 
+/* The GPU's FP64 and FP32 models (their largest relative differences from the CPU's) and last
+ * LLs against the CPU's, after a few steps: FP64 within 1e-9, FP32 within 1e-4 (LL 1e-6). */
+static void assert_near_cpu(double diff, double diff32, double ll_cpu, double ll_gpu,
+                            double ll32) {
+    assert_true(diff < 1e-9);
+    assert_true(ll_gpu == ll_cpu || fabs(ll_gpu - ll_cpu) <= 1e-9 * fabs(ll_cpu));
+    assert_true(diff32 < 1e-4);
+    assert_true(fabs(ll32 - ll_cpu) < 1e-6 * fabs(ll_cpu));
+}
+
 /* The fused path (K = 13 and 7: odd, rows of unaligned pairs) on passes of 6,000 rows,
  * whose tiles hold several subtiles (the plan says so, or the test would not test it), 2 steps
  * against the CPU: FP64 within 1e-9, FP32 within 1e-4. */
@@ -153,10 +163,7 @@ static void test_fused_big_passes(void **state) {
         const double diff = max_rel(got, want), diff32 = max_rel(got32, want);
         printf("fused K %d, %lld rows a pass: FP64 %.3g, FP32 %.3g relative\n", K, (long long)n,
                diff, diff32);
-        assert_true(diff < 1e-9);
-        assert_true(ll_gpu == ll_cpu || fabs(ll_gpu - ll_cpu) <= 1e-9 * fabs(ll_cpu));
-        assert_true(diff32 < 1e-4);
-        assert_true(fabs(ll32 - ll_cpu) < 1e-6 * fabs(ll_cpu));
+        assert_near_cpu(diff, diff32, ll_cpu, ll_gpu, ll32);
         pc_hclt_free(want), pc_hclt_free(got), pc_hclt_free(got32);
         free(values), free(missing);
         pc_hclt_free(m);
@@ -198,10 +205,7 @@ static void test_chains_on_the_gemm_path(void **state) {
         printf("chain V %d C %d K %d n %lld: FP64 %.3g, FP32 %.3g relative; LL %.12g (CPU) "
                "%.12g (FP64) %.12g (FP32)\n", V, C, K, (long long)n, diff, diff32, ll_cpu,
                ll_gpu, ll32);
-        assert_true(diff < 1e-9);
-        assert_true(ll_gpu == ll_cpu || fabs(ll_gpu - ll_cpu) <= 1e-9 * fabs(ll_cpu));
-        assert_true(diff32 < 1e-4);
-        assert_true(fabs(ll32 - ll_cpu) < 1e-6 * fabs(ll_cpu));
+        assert_near_cpu(diff, diff32, ll_cpu, ll_gpu, ll32);
         pc_hclt_free(want), pc_hclt_free(got), pc_hclt_free(got32);
         free(rows), free(values), free(missing);
         pc_hclt_free(m);
