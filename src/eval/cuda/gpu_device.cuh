@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "base/cuda_convert.cuh"
 #include "base/cuda_counter.cuh"
 #include "base/cuda_dmma.cuh"
 #include "eval/cuda/gpu_engine.cuh"
@@ -25,20 +26,6 @@
  * the static shared memory that takes, which the dynamic part must leave room for. */
 #define PC_GPU_MAX_THREADS 256
 #define PC_GPU_STATIC_SMEM (PC_GPU_MAX_THREADS * 4 + 64)
-
-/* FP32 <-> FP64 without the flush-to-zero fix-ups that --use_fast_math puts around each
- * conversion (an FMUL, or a compare and an FMUL): an FP32 subnormal is flushed by the next FTZ
- * instruction that takes it, and kept (more exactly) by the FP64 arithmetic. */
-static __device__ __forceinline__ double pc_gpu_f2d(float x) {
-    double r;
-    asm("cvt.f64.f32 %0, %1;" : "=d"(r) : "f"(x));
-    return r;
-}
-static __device__ __forceinline__ float pc_gpu_d2f(double x) {
-    float r;
-    asm("cvt.rn.f32.f64 %0, %1;" : "=f"(r) : "d"(x));
-    return r;
-}
 
 /* O(b) = sum of the children's offsets. Messages are written during the persistent kernels by
  * other blocks: they are read through L2 (ld.cg), never from a possibly stale L1 line. */

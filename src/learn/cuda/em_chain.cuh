@@ -18,6 +18,7 @@
 #ifndef PC_LEARN_EM_CHAIN_CUH
 #define PC_LEARN_EM_CHAIN_CUH
 
+#include "base/cuda_convert.cuh"
 #include "learn/cuda/em_kernels.cuh"
 #include "learn/cuda/em_plan.h"
 
@@ -26,7 +27,7 @@ template <typename T>
 static __device__ __forceinline__ void pc_em_chain_load_w(const T *W, int32_t g, int K,
                                                           bool transpose, double *w) {
     for (int i = threadIdx.x; i < K * K; i += PC_EM_THREADS)
-        w[transpose ? (i % K) * K + i / K : i] = (double)W[(int64_t)g * K * K + i];
+        w[transpose ? (i % K) * K + i / K : i] = pc_gpu_widen(W[(int64_t)g * K * K + i]);
 }
 
 /* Forward: grid (tiles, the chain's strands from s0), each block its strand's groups in order
@@ -58,11 +59,11 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
             if (k >= K) continue;
             v[q] = 1;
             for (int32_t j = vb; j < ve; j++) {
-                const int32_t var = a.vars[j];
-                v[q] *= (double)input[((int64_t)var * (a.C + 1) + a.xc[b * a.V + var]) * K + k];
+                const int32_t var = a.vars[j], c = a.xc[b * a.V + var];
+                v[q] *= pc_gpu_widen(input[((int64_t)var * (a.C + 1) + c) * K + k]);
             }
             for (int32_t j = cb; j < ce; j++)
-                v[q] *= (double)S[((int64_t)a.children[j] * ch + b) * K + k];
+                v[q] *= pc_gpu_widen(S[((int64_t)a.children[j] * ch + b) * K + k]);
             m = fmax(m, v[q]);
         }
         m = pc_em_max(m, 32);
@@ -72,8 +73,8 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
 #pragma unroll
         for (int q = 0; q < KPL; q++) {
             const int k = lane + 32 * q;
-            e[q] = (double)(T)(v[q] * inv1 * inv2); /* as E stores it */
-            if (k < K) E[at + k] = (T)e[q];
+            e[q] = pc_gpu_round<T>(v[q] * inv1 * inv2); /* as E stores it */
+            if (k < K) E[at + k] = pc_gpu_narrow<T>(e[q]);
         }
         if (lane == 0) {
             int32_t off = ex;
@@ -93,7 +94,7 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
             }
 #pragma unroll
         for (int r = 0; r < KPL; r++)
-            if (lane + 32 * r < K) S[at + lane + 32 * r] = (T)msg[r];
+            if (lane + 32 * r < K) S[at + lane + 32 * r] = pc_gpu_narrow<T>(msg[r]);
     }
 }
 
@@ -122,7 +123,7 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
 #pragma unroll
         for (int q = 0; q < KPL; q++) {
             const int k = lane + 32 * q;
-            ratio[q] = k < K ? (double)S[at + k] : 0.0;
+            ratio[q] = k < K ? pc_gpu_widen(S[at + k]) : 0.0;
         }
 #pragma unroll
         for (int q = 0; q < KPL; q++)
@@ -138,12 +139,12 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
         for (int r = 0; r < KPL; r++) {
             const int k = lane + 32 * r;
             if (k >= K) continue;
-            const double qk = (double)E[at + k] * (double)(T)u[r];
-            U[at + k] = (T)qk;
+            const double qk = pc_gpu_widen(E[at + k]) * pc_gpu_round<T>(u[r]);
+            U[at + k] = pc_gpu_narrow<T>(qk);
             for (int32_t j = cb; j < ce; j++) {
                 T *sc = S + ((int64_t)a.children[j] * ch + row) * K + k;
-                const double sv = (double)*sc;
-                *sc = (T)(sv > 0 ? qk / sv : 0.0);
+                const double sv = pc_gpu_widen(*sc);
+                *sc = pc_gpu_narrow<T>(sv > 0 ? qk / sv : 0.0);
             }
         }
     }

@@ -38,6 +38,7 @@
 #ifndef PC_LEARN_EM_FUSED_CUH
 #define PC_LEARN_EM_FUSED_CUH
 
+#include "base/cuda_convert.cuh"
 #include "base/cuda_counter.cuh"
 #include "base/cuda_dmma.cuh"
 #include "learn/cuda/em_kernels.cuh"
@@ -87,12 +88,12 @@ static __device__ __forceinline__ void pc_em_load2(const T *p, int k0, int K, do
         } else {
             const float2 *q = reinterpret_cast<const float2 *>(p + k0);
             const float2 x = CG ? __ldcg(q) : q[0];
-            v[0] = x.x, v[1] = x.y;
+            v[0] = pc_gpu_f2d(x.x), v[1] = pc_gpu_f2d(x.y);
         }
         return;
     }
-    if (k0 < K) v[0] = (double)(CG ? __ldcg(p + k0) : p[k0]);
-    if (k0 + 1 < K) v[1] = (double)(CG ? __ldcg(p + k0 + 1) : p[k0 + 1]);
+    if (k0 < K) v[0] = pc_gpu_widen(CG ? __ldcg(p + k0) : p[k0]);
+    if (k0 + 1 < K) v[1] = pc_gpu_widen(CG ? __ldcg(p + k0 + 1) : p[k0 + 1]);
 }
 template <typename T>
 static __device__ __forceinline__ void pc_em_store2(T *p, int k0, int K, const double *v) {
@@ -101,12 +102,12 @@ static __device__ __forceinline__ void pc_em_store2(T *p, int k0, int K, const d
         if constexpr (sizeof(T) == 8) {
             *reinterpret_cast<double2 *>(p + k0) = make_double2(v[0], v[1]);
         } else {
-            *reinterpret_cast<float2 *>(p + k0) = make_float2((float)v[0], (float)v[1]);
+            *reinterpret_cast<float2 *>(p + k0) = make_float2(pc_gpu_d2f(v[0]), pc_gpu_d2f(v[1]));
         }
         return;
     }
-    if (k0 < K) p[k0] = (T)v[0];
-    if (k0 + 1 < K) p[k0 + 1] = (T)v[1];
+    if (k0 < K) p[k0] = pc_gpu_narrow<T>(v[0]);
+    if (k0 + 1 < K) p[k0 + 1] = pc_gpu_narrow<T>(v[1]);
 }
 
 /* A lane's four states of the row at p (pc_em_state's slots), loaded or stored. */
@@ -156,10 +157,9 @@ static __device__ __forceinline__ pc_em_rows2 pc_em_rows_of(int64_t r0, int64_t 
 }
 
 /* v *= the product of group g's inputs at the lane's rows and slots. */
-template <typename T>
 static __device__ __forceinline__ void pc_em_times_inputs(const pc_em_args &a, int32_t g,
                                                           const pc_em_rows2 &rw, int t4,
-                                                          const T *input, double (&v)[2][4]) {
+                                                          const double *input, double (&v)[2][4]) {
     for (int32_t i = a.var_start[g]; i < a.var_start[g + 1]; i++) {
         const int32_t var = a.vars[i];
 #pragma unroll
@@ -181,8 +181,8 @@ template <typename T>
 static __device__ __forceinline__ void pc_em_wave_forward_item(const pc_em_args &a,
                                                                const pc_em_wave &w, int64_t n,
                                                                int32_t iter, int32_t path,
-                                                               int32_t tile, const T *input,
-                                                               T *E, T *S, const T *W,
+                                                               int32_t tile, const double *input,
+                                                               T *E, T *S, const double *W,
                                                                int lane) {
     const int K = a.K, g8 = lane >> 2, t4 = lane & 3;
     const int64_t ch = a.chunk;
@@ -249,7 +249,7 @@ static __device__ __forceinline__ void pc_em_wave_forward_item(const pc_em_args 
                 off[h] += pc_em_scale(mx, &inv1, &inv2);
 #pragma unroll
                 for (int j = 0; j < 4; j++)
-                    e[h][j] = inv1 > 0 ? (double)(T)(v[h][j] * inv1 * inv2) : 0.0;
+                    e[h][j] = inv1 > 0 ? pc_gpu_round<T>(v[h][j] * inv1 * inv2) : 0.0;
                 if (rw.live[h]) pc_em_store_slots(E + (g * ch + rw.r[h]) * K, t4, K, e[h]);
                 if (rw.live[h] && t4 == h) a.off[g * ch + rw.r[h]] = off[h];
             }
@@ -282,7 +282,7 @@ static __device__ __forceinline__ void pc_em_wave_forward_item(const pc_em_args 
                 off_below[h] = off[h];
                 /* the next group multiplies by the message as stored */
 #pragma unroll
-                for (int j = 0; j < 4; j++) msg[h][j] = (double)(T)msg[h][j];
+                for (int j = 0; j < 4; j++) msg[h][j] = pc_gpu_round<T>(msg[h][j]);
             }
         }
     }
@@ -292,8 +292,8 @@ static __device__ __forceinline__ void pc_em_wave_forward_item(const pc_em_args 
  * the blocks that fit the GPU at once (more would only wait). */
 template <typename T>
 __global__ void __launch_bounds__(PC_EM_THREADS)
-    pc_em_wave_forward(pc_em_args a, pc_em_wave w, int64_t n, int32_t iter, const T *input, T *E,
-                       T *S, const T *W) {
+    pc_em_wave_forward(pc_em_args a, pc_em_wave w, int64_t n, int32_t iter,
+                       const double *input, T *E, T *S, const double *W) {
     const int lane = threadIdx.x & 31;
     const int32_t items = w.paths * w.tiles;
     for (;;) {
@@ -316,7 +316,7 @@ static __device__ __forceinline__ void pc_em_wave_downward_item(const pc_em_args
                                                                 const pc_em_wave &w, int64_t n,
                                                                 int32_t iter, int32_t path,
                                                                 int32_t tile, T *E, T *S,
-                                                                const T *W, double *P,
+                                                                const double *W, double *P,
                                                                 double *sh, int lane) {
     const int K = a.K, g8 = lane >> 2, t4 = lane & 3;
     const int64_t ch = a.chunk;
@@ -343,7 +343,7 @@ static __device__ __forceinline__ void pc_em_wave_downward_item(const pc_em_args
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
                     const int k = 8 * nt + g8, jj = pc_em_state(t4, j);
-                    wb[nt][j] = k < K && jj < K ? (double)W[((int64_t)g * K + jj) * K + k] : 0.0;
+                    wb[nt][j] = k < K && jj < K ? W[((int64_t)g * K + jj) * K + k] : 0.0;
                 }
             double ar[2][4], eo[2][4]; /* the ratios a, the forward's e */
 #pragma unroll
@@ -357,7 +357,7 @@ static __device__ __forceinline__ void pc_em_wave_downward_item(const pc_em_args
                     pc_em_load_slots<false>(S + at, t4, K, sv);
 #pragma unroll
                     for (int j = 0; j < 4; j++)
-                        ar[h][j] = sv[j] > 0 ? (double)(T)(q[h][j] / sv[j]) : 0.0;
+                        ar[h][j] = sv[j] > 0 ? pc_gpu_round<T>(q[h][j] / sv[j]) : 0.0;
                 }
                 if (!rw.live[h]) /* past n: no flows */
 #pragma unroll
@@ -433,7 +433,7 @@ static __device__ __forceinline__ void pc_em_wave_downward_item(const pc_em_args
 template <typename T>
 __global__ void __launch_bounds__(PC_EM_THREADS)
     pc_em_wave_downward(pc_em_args a, pc_em_wave w, int64_t n, int32_t iter, T *E, T *S,
-                        const T *W, double *P) {
+                        const double *W, double *P) {
     extern __shared__ double sh[];
     const int lane = threadIdx.x & 31;
     double *mine = sh + (threadIdx.x >> 5) * 2 * PC_EM_FUSED_ROWS * PC_EM_WAVE_LD;

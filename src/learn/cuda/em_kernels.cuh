@@ -21,6 +21,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "base/cuda_convert.cuh"
 #include "learn/cuda/em_plan.h"
 
 #define PC_EM_THREADS PC_EM_ROW_THREADS
@@ -118,10 +119,10 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
             for (int32_t j = vb; j < ve; j++) {
                 const int32_t var = a.vars[j];
                 const int64_t x = a.xc[b * a.V + var];
-                v *= (double)input[((int64_t)var * (a.C + 1) + x) * K + k];
+                v *= pc_gpu_widen(input[((int64_t)var * (a.C + 1) + x) * K + k]);
             }
             for (int32_t j = cb; j < ce; j++)
-                v *= (double)S[((int64_t)a.children[j] * ch + b) * K + k];
+                v *= pc_gpu_widen(S[((int64_t)a.children[j] * ch + b) * K + k]);
         }
         p[i] = v;
         m = fmax(m, v);
@@ -134,10 +135,10 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
 #pragma unroll
     for (int i = 0; i < KPL; i++) {
         const int k = lane + i * tw;
-        const T e = (T)(p[i] * inv1 * inv2);
+        const T e = pc_gpu_narrow<T>(p[i] * inv1 * inv2);
         if (k < K) {
             if (row.live) E[((int64_t)g * ch + b) * K + k] = e;
-            if (root) z += a.root_w[k] * (double)e;
+            if (root) z += a.root_w[k] * pc_gpu_widen(e);
         }
     }
     z = pc_em_sum(z, tw); /* every lane shuffles: the rows of one warp may differ in `root` */
@@ -170,10 +171,10 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
         q[i] = 0;
         if (k >= K) continue;
         if (root) {
-            q[i] = a.root_w[k] * (double)E[at + k];
+            q[i] = a.root_w[k] * pc_gpu_widen(E[at + k]);
             z += q[i];
         } else {
-            q[i] = (double)E[at + k] * (double)U[at + k];
+            q[i] = pc_gpu_widen(E[at + k]) * pc_gpu_widen(U[at + k]);
         }
     }
     z = pc_em_sum(z, tw); /* every lane shuffles, as in pc_em_product */
@@ -187,11 +188,11 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
     for (int i = 0; i < KPL; i++) {
         const int k = lane + i * tw;
         if (k >= K) continue;
-        Q[at + k] = (T)q[i];
+        Q[at + k] = pc_gpu_narrow<T>(q[i]);
         for (int32_t j = cb; j < ce; j++) {
             T *s = S + ((int64_t)a.children[j] * ch + b) * K + k;
-            const double sv = (double)*s;
-            *s = (T)(sv > 0 ? q[i] / sv : 0.0);
+            const double sv = pc_gpu_widen(*s);
+            *s = pc_gpu_narrow<T>(sv > 0 ? q[i] / sv : 0.0);
         }
     }
 }
@@ -257,7 +258,7 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
             cur = c;
             acc = 0;
         }
-        acc += (double)q[b * a.K];
+        acc += pc_gpu_widen(q[b * a.K]);
     }
     if (cur >= 0) atomicAdd(out + (int64_t)cur * a.K, pc_em_fixed(acc, scale));
 }
@@ -272,7 +273,7 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
     const int k = blockIdx.x;
     const T *q = Q + (int64_t)(a.G - 1) * a.chunk * a.K + k;
     double s = 0;
-    for (int64_t b = threadIdx.x; b < n; b += PC_EM_THREADS) s += (double)q[b * a.K];
+    for (int64_t b = threadIdx.x; b < n; b += PC_EM_THREADS) s += pc_gpu_widen(q[b * a.K]);
     part[threadIdx.x] = s;
     __syncthreads();
     for (int w = PC_EM_THREADS / 2; w > 0; w >>= 1) {
@@ -287,7 +288,7 @@ template <typename T>
 __global__ void pc_em_trans_flows(int64_t total, const T *F, const double *w, long long *n_tr,
                                   const double *scale_ptr) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < total) n_tr[i] += (long long)pc_em_fixed(w[i] * (double)F[i], *scale_ptr);
+    if (i < total) n_tr[i] += (long long)pc_em_fixed(w[i] * pc_gpu_widen(F[i]), *scale_ptr);
 }
 
 /* One parameter's M-step: est = (count / scale + prior) / denom, p <- (1 - step) p + step est;
@@ -347,7 +348,7 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
     for (int32_t k = lane; k < u.K; k += 32) {
         p[k] = pc_em_blend(p[k], nr[k], u.inv_scale, prior, denom, u.step);
         nr[k] = 0;
-        if (copy) copy[row * u.K + k] = (T)p[k];
+        if (copy) copy[row * u.K + k] = pc_gpu_narrow<T>(p[k]);
     }
 }
 
@@ -381,7 +382,7 @@ __global__ void __launch_bounds__(PC_EM_THREADS)
     for (int64_t c = threadIdx.y; c < u.C; c += slices) {
         p[c * u.K] = pc_em_blend(p[c * u.K], nv[c * u.K], u.inv_scale, prior, denom, u.step);
         nv[c * u.K] = 0;
-        if (copy) copy[(v * (u.C + 1) + c) * u.K + k] = (T)p[c * u.K];
+        if (copy) copy[(v * (u.C + 1) + c) * u.K + k] = pc_gpu_narrow<T>(p[c * u.K]);
     }
 }
 
