@@ -162,7 +162,7 @@ static pc_status upload_params(pc_em_gpu *g, const pc_hclt *model) {
         (st = upload(g, (void **)&g->d_trans, tr, trans * 8, "parameters")) ||
         (st = upload(g, (void **)&g->d_input, in, input * 8, "parameters")))
         goto fail;
-    if (g->f32) {
+    if (g->f32 && !pc_em_plan_fused(p)) { /* the fused kernels read the FP64 tables */
         if ((st = upload_compute(g, &g->d_trans_c, tr, trans, "FP32 transitions")) ||
             (st = upload_compute(g, &g->d_input_c, in, input, "FP32 inputs")))
             goto fail;
@@ -379,7 +379,8 @@ static pc_status launch_update(pc_em_gpu *g, const pc_em_update_args &u) {
     const dim3 in_block((unsigned)tk, (unsigned)(PC_EM_THREADS / tk));
     pc_status st = PC_OK;
     const int64_t trans_blocks = (u.trans_rows + PC_EM_THREADS / 32 - 1) / (PC_EM_THREADS / 32);
-    T *trans_c = g->f32 ? (T *)g->d_trans_c : NULL, *input_c = g->f32 ? (T *)g->d_input_c : NULL;
+    const int copies = g->d_trans_c != g->d_trans; /* FP32 copies for the GEMM path */
+    T *trans_c = copies ? (T *)g->d_trans_c : NULL, *input_c = copies ? (T *)g->d_input_c : NULL;
     pc_em_update_root<<<1, 1, 0, g->stream>>>(u, g->d_root, g->d_n_root);
     PC_CUDA_CHECK(cudaGetLastError());
     if (u.trans_rows > 0) {

@@ -43,14 +43,14 @@ struct pc_em_gpu {
     int32_t *d_var_start, *d_vars, *d_child_start, *d_children, *d_var_group;
     int32_t *d_strand_start, *d_strand_groups, *d_parent;
     int32_t *d_path_start, *d_path_groups, *d_path_of;
-    /* FP64 parameters (em_plan.h layouts) and their copies in the compute type (the same
-     * arrays when the compute type is double) */
+    /* FP64 parameters (em_plan.h layouts) and their copies in the compute type for the GEMM
+     * path (the same arrays when the compute type is double or the path fused) */
     double *d_root, *d_trans, *d_input;
     void *d_trans_c, *d_input_c;
     /* fixed-point counts: root [K], trans [G - 1][K][K], input [V][C][K] */
     long long *d_n_root, *d_n_trans, *d_n_input;
-    /* a pass's buffers; buf[PC_EM_BUF_W] is d_trans_c; the fused path (K <= 16) has no U and
-     * F but the tiles' flows P and the wavefront's tickets and counters (em_plan.h) */
+    /* a pass's buffers; buf[PC_EM_BUF_W] is d_trans_c; the fused path (K <= 16) reads d_trans,
+     * has no U and F but the tiles' flows P and the wavefront's tickets and counters */
     void *d_buf[PC_EM_BUFS];
     double *d_partial;
     int32_t *d_wave;

@@ -165,13 +165,14 @@ double pc_em_plan_bytes(const pc_em_plan *p, int64_t chunk, int elem) {
     pc_em_plan q = *p;
     q.chunk = chunk;
     double bytes = 0;
-    for (int b = 0; b < PC_EM_BUFS; b++) /* the fused path has no U and F */
-        if (!pc_em_plan_fused(p) || (b != PC_EM_BUF_U && b != PC_EM_BUF_F))
+    const int fused = pc_em_plan_fused(p);
+    for (int b = 0; b < PC_EM_BUFS; b++) /* fused: no U and F, and W is d_trans */
+        if (!fused || (b != PC_EM_BUF_U && b != PC_EM_BUF_F && b != PC_EM_BUF_W))
             bytes += (double)pc_em_plan_elems(&q, (pc_em_buf)b) * elem;
     const double K = p->K, trans = (double)(p->G - 1) * K * K;
     const double input = (double)p->V * (p->C + 1) * K;
     bytes += 8.0 * (trans + input + K) * 2;          /* FP64 parameters and int64 counts */
-    if (elem != 8) bytes += (double)elem * input;    /* the input rows in the compute type */
+    if (elem != 8 && !fused) bytes += (double)elem * input; /* the GEMM path's FP32 inputs */
     bytes += (double)chunk * (4.0 * p->G + 4.0 * p->V + 16); /* offsets, rows x 2, logp, ids */
     bytes += 8.0 * (double)pc_em_plan_partial_elems(p, chunk) + 4.0 * p->G; /* parents */
     bytes += 4.0 * (double)pc_em_plan_wave_elems(p, chunk);
