@@ -106,10 +106,9 @@ fail:
     return st;
 }
 
-/* src [count] doubles as the compute type into a new device array. */
-static pc_status upload_compute(pc_em_gpu *g, void **dst, const double *src, size_t count,
-                                const char *what) {
-    if (!g->f32) return upload(g, dst, src, count * 8, what);
+/* src [count] doubles rounded to FP32 into a new device array. */
+static pc_status upload_f32(pc_em_gpu *g, void **dst, const double *src, size_t count,
+                            const char *what) {
     float *f = (float *)malloc(count * sizeof(float));
     if (!f) return pc_fail(PC_ERR_NOMEM, "GPU EM: %s in FP32", what);
     for (size_t i = 0; i < count; i++) f[i] = (float)src[i];
@@ -163,8 +162,8 @@ static pc_status upload_params(pc_em_gpu *g, const pc_hclt *model) {
         (st = upload(g, (void **)&g->d_input, in, input * 8, "parameters")))
         goto fail;
     if (g->f32 && !pc_em_plan_fused(p)) { /* the fused kernels read the FP64 tables */
-        if ((st = upload_compute(g, &g->d_trans_c, tr, trans, "FP32 transitions")) ||
-            (st = upload_compute(g, &g->d_input_c, in, input, "FP32 inputs")))
+        if ((st = upload_f32(g, &g->d_trans_c, tr, trans, "FP32 transitions")) ||
+            (st = upload_f32(g, &g->d_input_c, in, input, "FP32 inputs")))
             goto fail;
     } else {
         g->d_trans_c = g->d_trans, g->d_input_c = g->d_input;
